@@ -1,0 +1,39 @@
+// swift-tools-version: 6.2
+import PackageDescription
+
+let package = Package(
+    name: "stepgate",
+    products: [
+        .executable(name: "stepgate", targets: ["stepgate"]),
+        .library(name: "StepDetection", targets: ["StepDetection"]),
+        .library(name: "SensorInput", targets: ["SensorInput"]),
+    ],
+    targets: [
+        // Core: pure Swift, no Foundation, no C.
+        .target(name: "StepDetection", linkerSettings: [.linkedLibrary("m")]),
+        // Readers: recorded CSV walks (and, later, IIO devices).
+        .target(name: "SensorInput", dependencies: ["StepDetection"]),
+        // The imperative shell: one file per subcommand.
+        .target(name: "StepGateCLI", dependencies: ["StepDetection", "SensorInput"]),
+        .executableTarget(name: "stepgate", dependencies: ["StepGateCLI"]),
+        // Test support: fakes and fixture loading, for test targets only.
+        .target(name: "StepGateTestSupport", dependencies: ["StepDetection", "SensorInput"]),
+        // Tests
+        .testTarget(name: "StepDetectionTests", dependencies: ["StepDetection", "StepGateTestSupport"]),
+        .testTarget(name: "SensorInputTests", dependencies: ["SensorInput", "StepGateTestSupport"]),
+        .testTarget(
+            name: "StepGateCLITests",
+            dependencies: ["StepGateCLI", "StepGateTestSupport", "stepgate"]
+        ),
+    ],
+    swiftLanguageModes: [.v6]
+)
+
+// Settings shared by every Swift target.
+for target in package.targets where target.type != .system {
+    target.swiftSettings = (target.swiftSettings ?? []) + [
+        .enableUpcomingFeature("ExistentialAny"),
+        .enableUpcomingFeature("MemberImportVisibility"),
+        .enableUpcomingFeature("InternalImportsByDefault"),
+    ]
+}

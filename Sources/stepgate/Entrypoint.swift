@@ -1,0 +1,6 @@
+import StepGateCLI
+
+@main
+struct Entrypoint {
+    static func main() async { await StepGate.main() }
+}
