@@ -1,0 +1,149 @@
+/// Every tunable parameter of ``StepDetector``, in seconds, hertz or g — never in samples — so
+/// one configuration serves a 12.5 Hz watch log, a 100 Hz board and a 400 Hz phone.
+///
+/// Encodes to and decodes from JSON with the property names as keys. Keys that are absent take
+/// their default; unknown keys are rejected, so a misspelt parameter is never silently ignored.
+public struct DetectorConfiguration: Sendable, Hashable, Codable {
+    /// Rate of the internal uniform timeline, in hertz. Input at any rate, regular or not, is
+    /// resampled to it by averaging over each period.
+    public var sampleRate: Double = 25
+    /// A gap between two samples longer than this, in seconds, restarts the detector: the signal
+    /// is not interpolated across it and an unconfirmed run of steps is dropped.
+    public var maximumGap: Double = 1.0
+    /// High-pass cut-off of the band-pass filter, in hertz: removes gravity and slow posture
+    /// changes.
+    public var highPassCutoff: Double = 0.6
+    /// Low-pass cut-off of the band-pass filter, in hertz: removes impact ringing and jitter.
+    public var lowPassCutoff: Double = 2.0
+    /// Time constant, in seconds, of the running RMS that scales the adaptive peak threshold.
+    public var envelopeTime: Double = 1.5
+    /// A peak must rise above this multiple of the running RMS of the filtered signal.
+    public var peakThreshold: Double = 0.7
+    /// A peak must also rise above this absolute height, in g (the activity gate).
+    public var minimumPeak: Double = 0.05
+    /// Shortest plausible interval between two steps, in seconds (a cadence of 3.3 steps/s); also the
+    /// window within which only the highest of several peaks is kept.
+    public var minimumStepInterval: Double = 0.3
+    /// Longest interval between two steps that still continues a walk, in seconds.
+    public var maximumStepInterval: Double = 1.0
+    /// How much an interval may differ, as a fraction, from the one one or two steps back and
+    /// still count as rhythmic.
+    public var regularityTolerance: Double = 0.3
+    /// How many rhythmic steps in a row confirm a walk; they are then credited all at once.
+    public var stepsToConfirm: Int = 8
+    /// While walking, an interval of about two step periods counts as two steps (the weaker
+    /// foot's peak faded below the threshold).
+    public var fillMissedSteps: Bool = true
+    /// A rhythm of peaks slower than this, in seconds, is taken as one peak per stride (two
+    /// steps), as at the wrist, where the arm swing can dominate the footfalls. Human walking
+    /// cadence rarely falls below about 70 steps a minute (0.85 s a step).
+    public var strideThreshold: Double = 0.95
+
+    /// The defaults.
+    public init() {}
+
+    /// Checks every parameter against its valid range.
+    public func validate() throws(ConfigurationError) {
+        func check(_ ok: Bool, _ key: String, _ expected: String, _ value: some CustomStringConvertible)
+            throws(ConfigurationError)
+        {
+            if !ok { throw ConfigurationError(key: key, expected: expected, found: value.description) }
+        }
+        try check(sampleRate.isFinite && sampleRate >= 5 && sampleRate <= 1000, "sampleRate", "a rate in 5...1000 Hz", sampleRate)
+        try check(maximumGap.isFinite && maximumGap > 1 / sampleRate, "maximumGap", "seconds, longer than one sample period", maximumGap)
+        try check(highPassCutoff.isFinite && highPassCutoff > 0 && highPassCutoff < sampleRate / 2, "highPassCutoff", "hertz in (0, sampleRate/2)", highPassCutoff)
+        try check(
+            lowPassCutoff.isFinite && lowPassCutoff > highPassCutoff && lowPassCutoff < sampleRate / 2,
+            "lowPassCutoff", "hertz above highPassCutoff and below sampleRate/2", lowPassCutoff)
+        try check(envelopeTime.isFinite && envelopeTime > 0 && envelopeTime <= 60, "envelopeTime", "seconds in (0, 60]", envelopeTime)
+        try check(peakThreshold.isFinite && peakThreshold >= 0 && peakThreshold <= 10, "peakThreshold", "a multiple of the RMS in 0...10", peakThreshold)
+        try check(minimumPeak.isFinite && minimumPeak >= 0 && minimumPeak <= 8, "minimumPeak", "g in 0...8", minimumPeak)
+        try check(
+            minimumStepInterval.isFinite && minimumStepInterval > 0 && minimumStepInterval < maximumStepInterval,
+            "minimumStepInterval", "seconds above 0 and below maximumStepInterval", minimumStepInterval)
+        try check(maximumStepInterval.isFinite && maximumStepInterval <= 10, "maximumStepInterval", "seconds up to 10", maximumStepInterval)
+        try check(regularityTolerance.isFinite && regularityTolerance >= 0 && regularityTolerance <= 1, "regularityTolerance", "a fraction in 0...1", regularityTolerance)
+        try check(
+            strideThreshold.isFinite && strideThreshold > minimumStepInterval, "strideThreshold",
+            "seconds above minimumStepInterval", strideThreshold)
+        try check(stepsToConfirm >= 2 && stepsToConfirm <= CadenceGate.maximumHeldSteps, "stepsToConfirm", "a count in 2...\(CadenceGate.maximumHeldSteps)", stepsToConfirm)
+    }
+}
+
+/// A detector parameter outside its valid range, or an unknown or mistyped key.
+public struct ConfigurationError: Error, Hashable, CustomStringConvertible {
+    /// The parameter's JSON key.
+    public var key: String
+    /// What the parameter must be.
+    public var expected: String
+    /// What was found.
+    public var found: String
+
+    public init(key: String, expected: String, found: String) {
+        self.key = key
+        self.expected = expected
+        self.found = found
+    }
+
+    public var description: String { "'\(key)': expected \(expected), found \(found)" }
+}
+
+extension DetectorConfiguration {
+    private enum Key: String, CodingKey, CaseIterable {
+        case sampleRate, maximumGap, highPassCutoff, lowPassCutoff, envelopeTime, peakThreshold
+        case minimumPeak, minimumStepInterval, maximumStepInterval, regularityTolerance
+        case stepsToConfirm, fillMissedSteps, strideThreshold
+    }
+
+    private struct AnyKey: CodingKey {
+        var stringValue: String
+        var intValue: Int? { nil }
+        init(stringValue: String) { self.stringValue = stringValue }
+        init?(intValue: Int) { nil }
+    }
+
+    /// The JSON keys, in declaration order.
+    public static var keys: [String] { Key.allCases.map(\.rawValue) }
+
+    public init(from decoder: any Decoder) throws {
+        let any = try decoder.container(keyedBy: AnyKey.self)
+        for key in any.allKeys where Key(rawValue: key.stringValue) == nil {
+            throw DecodingError.dataCorruptedError(
+                forKey: key, in: any,
+                debugDescription: "unknown key '\(key.stringValue)'; expected one of: \(Self.keys.joined(separator: ", "))")
+        }
+        let c = try decoder.container(keyedBy: Key.self)
+        var d = DetectorConfiguration()
+        d.sampleRate = try c.decodeIfPresent(Double.self, forKey: .sampleRate) ?? d.sampleRate
+        d.maximumGap = try c.decodeIfPresent(Double.self, forKey: .maximumGap) ?? d.maximumGap
+        d.highPassCutoff = try c.decodeIfPresent(Double.self, forKey: .highPassCutoff) ?? d.highPassCutoff
+        d.lowPassCutoff = try c.decodeIfPresent(Double.self, forKey: .lowPassCutoff) ?? d.lowPassCutoff
+        d.envelopeTime = try c.decodeIfPresent(Double.self, forKey: .envelopeTime) ?? d.envelopeTime
+        d.peakThreshold = try c.decodeIfPresent(Double.self, forKey: .peakThreshold) ?? d.peakThreshold
+        d.minimumPeak = try c.decodeIfPresent(Double.self, forKey: .minimumPeak) ?? d.minimumPeak
+        d.minimumStepInterval = try c.decodeIfPresent(Double.self, forKey: .minimumStepInterval) ?? d.minimumStepInterval
+        d.maximumStepInterval = try c.decodeIfPresent(Double.self, forKey: .maximumStepInterval) ?? d.maximumStepInterval
+        d.regularityTolerance = try c.decodeIfPresent(Double.self, forKey: .regularityTolerance) ?? d.regularityTolerance
+        d.stepsToConfirm = try c.decodeIfPresent(Int.self, forKey: .stepsToConfirm) ?? d.stepsToConfirm
+        d.fillMissedSteps = try c.decodeIfPresent(Bool.self, forKey: .fillMissedSteps) ?? d.fillMissedSteps
+        d.strideThreshold = try c.decodeIfPresent(Double.self, forKey: .strideThreshold) ?? d.strideThreshold
+        self = d
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: Key.self)
+        try c.encode(sampleRate, forKey: .sampleRate)
+        try c.encode(maximumGap, forKey: .maximumGap)
+        try c.encode(highPassCutoff, forKey: .highPassCutoff)
+        try c.encode(lowPassCutoff, forKey: .lowPassCutoff)
+        try c.encode(envelopeTime, forKey: .envelopeTime)
+        try c.encode(peakThreshold, forKey: .peakThreshold)
+        try c.encode(minimumPeak, forKey: .minimumPeak)
+        try c.encode(minimumStepInterval, forKey: .minimumStepInterval)
+        try c.encode(maximumStepInterval, forKey: .maximumStepInterval)
+        try c.encode(regularityTolerance, forKey: .regularityTolerance)
+        try c.encode(stepsToConfirm, forKey: .stepsToConfirm)
+        try c.encode(fillMissedSteps, forKey: .fillMissedSteps)
+        try c.encode(strideThreshold, forKey: .strideThreshold)
+    }
+}

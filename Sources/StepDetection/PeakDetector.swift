@@ -1,0 +1,97 @@
+/// Finds step peaks in the band-passed acceleration magnitude.
+///
+/// A peak is a local maximum that stands out from the valleys on both sides by at least the
+/// adaptive *prominence* — `ratio` times the running RMS of the signal, but never less than
+/// `minimumHeight` g (the activity gate) — and lies above the signal's zero line. It is reported
+/// as soon as the signal has fallen that far after it. Unlike a zero-crossing detector, this
+/// separates two steps that ride on one arm-swing wave (the wrist's step-versus-stride trap).
+public struct PeakDetector: Sendable, Equatable {
+    /// A detected peak: the time of its highest sample and its height, in g.
+    public struct Peak: Sendable, Equatable {
+        public var time: Int64
+        public var height: Float
+
+        @inlinable
+        public init(time: Int64, height: Float) {
+            self.time = time
+            self.height = height
+        }
+    }
+
+    @usableFromInline let envelopeAlpha: Float
+    @usableFromInline let ratio: Float
+    @usableFromInline let minimumHeight: Float
+    @usableFromInline var meanSquare: Float = 0
+    /// Whether the detector is climbing towards a peak (else descending towards a valley).
+    @usableFromInline var rising = true
+    @usableFromInline var extreme: Float = 0
+    @usableFromInline var extremeTime: Int64 = 0
+    /// Non-maximum suppression: a found peak waits here until no higher one can replace it.
+    @usableFromInline let separation: Int64
+    @usableFromInline var pending: Peak? = nil
+
+    /// - Parameters:
+    ///   - sampleRate: Rate of the signal, in hertz.
+    ///   - envelopeTime: Time constant of the running RMS, in seconds.
+    ///   - ratio: Required prominence as a multiple of the running RMS.
+    ///   - minimumHeight: Smallest prominence, in g.
+    ///   - separation: Of two peaks closer than this, in seconds, only the higher is reported.
+    public init(sampleRate: Double, envelopeTime: Double, ratio: Double, minimumHeight: Double, separation: Double) {
+        self.separation = Int64(separation * 1e9)
+        envelopeAlpha = Float(1 - elementaryExp(-1 / (sampleRate * envelopeTime)))
+        self.ratio = Float(ratio)
+        self.minimumHeight = Float(minimumHeight)
+    }
+
+    /// The current prominence a peak needs, in g.
+    @inlinable
+    public var threshold: Float { max(minimumHeight, ratio * meanSquare.squareRoot()) }
+
+    /// Feeds one filtered sample; returns a peak once the signal has fallen far enough after it
+    /// and no higher peak followed within the separation.
+    ///
+    /// - Complexity: O(1), no allocation.
+    @inlinable
+    public mutating func process(_ y: Float, time: Int64) -> Peak? {
+        var result: Peak?
+        if let p = pending, time &- p.time >= separation {
+            result = p
+            pending = nil
+        }
+        let delta = threshold
+        if rising {
+            if y > extreme {
+                extreme = y
+                extremeTime = time
+            } else if y < extreme - delta {
+                if extreme > 0 {
+                    if let p = pending, p.height >= extreme {
+                        // The earlier, higher peak stands.
+                    } else {
+                        pending = Peak(time: extremeTime, height: extreme)
+                    }
+                }
+                rising = false
+                extreme = y
+            }
+        } else {
+            if y < extreme {
+                extreme = y
+            } else if y > extreme + delta {
+                rising = true
+                extreme = y
+                extremeTime = time
+            }
+        }
+        meanSquare += envelopeAlpha * (y * y - meanSquare)
+        return result
+    }
+
+    /// Forgets all history.
+    public mutating func reset() {
+        meanSquare = 0
+        rising = true
+        extreme = 0
+        pending = nil
+    }
+}

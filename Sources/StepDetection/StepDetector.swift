@@ -1,0 +1,139 @@
+/// A step: the time of its peak and the running total it brings the count to.
+@frozen
+public struct StepEvent: Sendable, Hashable {
+    /// Nanoseconds on the input's timeline: the time of the step's peak in the filtered signal.
+    public var timestamp: Int64
+    /// Steps counted so far, this one included.
+    public var count: Int
+
+    @inlinable
+    public init(timestamp: Int64, count: Int) {
+        self.timestamp = timestamp
+        self.count = count
+    }
+}
+
+/// Counts steps in a stream of accelerometer samples.
+///
+/// The pipeline, every stage a small value type:
+/// 1. magnitude of the acceleration vector (orientation-free);
+/// 2. ``Resampler``: average onto a uniform timeline at ``DetectorConfiguration/sampleRate``,
+///    restarting across gaps;
+/// 3. band-pass (``Biquad`` high-pass then low-pass): removes gravity and impact ringing;
+/// 4. ``PeakDetector``: peaks above an adaptive, RMS-scaled threshold with an absolute floor;
+/// 5. ``CadenceGate``: only rhythmic runs of peaks count, credited once confirmed.
+///
+/// The detector reads no clock and does no I/O: time comes with the samples, so a replay is
+/// exactly reproducible and the live pipeline runs the same code.
+public struct StepDetector: Sendable {
+    /// The configuration the detector was built with.
+    public let configuration: DetectorConfiguration
+
+    @usableFromInline var resampler: Resampler
+    @usableFromInline var highPass: Biquad
+    @usableFromInline var lowPass: Biquad
+    @usableFromInline var peaks: PeakDetector
+    @usableFromInline var gate: CadenceGate
+    /// The first magnitude after a restart, subtracted so the high-pass starts without a jump.
+    @usableFromInline var offset: Float = 0
+    @usableFromInline var needsOffset = true
+    @usableFromInline var stepCount = 0
+    @usableFromInline var lastFiltered: Float = 0
+
+    /// Steps counted so far.
+    public var count: Int { stepCount }
+    /// The last value of the band-passed magnitude, in g, for plots and diagnostics.
+    public var filtered: Float { lastFiltered }
+
+    /// A detector with the given configuration.
+    ///
+    /// - Precondition: `configuration.validate()` does not throw.
+    public init(configuration: DetectorConfiguration = DetectorConfiguration()) {
+        do {
+            try configuration.validate()
+        } catch {
+            preconditionFailure("invalid detector configuration: \(error)")
+        }
+        self.configuration = configuration
+        let fs = configuration.sampleRate
+        resampler = Resampler(rate: fs, maximumGap: configuration.maximumGap)
+        highPass = .highPass(cutoff: configuration.highPassCutoff, sampleRate: fs)
+        lowPass = .lowPass(cutoff: configuration.lowPassCutoff, sampleRate: fs)
+        peaks = PeakDetector(
+            sampleRate: fs, envelopeTime: configuration.envelopeTime, ratio: configuration.peakThreshold,
+            minimumHeight: configuration.minimumPeak, separation: configuration.minimumStepInterval)
+        gate = CadenceGate(
+            minimumInterval: configuration.minimumStepInterval, maximumInterval: configuration.maximumStepInterval,
+            tolerance: configuration.regularityTolerance, stepsToConfirm: configuration.stepsToConfirm,
+            fillsMissedSteps: configuration.fillMissedSteps, strideThreshold: configuration.strideThreshold)
+    }
+
+    /// The cadence gate's state: still, confirming a run, or walking.
+    public var gateState: CadenceGate.State { gate.state }
+
+    /// The step period being followed while walking, in seconds; 0 when not walking.
+    public var stepPeriod: Double { gate.stepPeriod }
+
+    /// The peak detector's current threshold, in g.
+    public var threshold: Float { peaks.threshold }
+
+    /// Feeds one sample; calls `onStep` for each step it confirms, in time order.
+    ///
+    /// Samples must come in time order; a gap longer than
+    /// ``DetectorConfiguration/maximumGap`` or a backward timestamp restarts detection.
+    ///
+    /// - Complexity: O(1) amortised per sample, no allocation.
+    @inlinable
+    public mutating func process(_ sample: AccelerationSample, _ onStep: (StepEvent) -> Void) {
+        var resampler = self.resampler
+        resampler.push(time: sample.timestamp, value: sample.magnitude) { event in
+            switch event {
+            case .discontinuity:
+                restartFilters()
+            case .value(let magnitude, let time):
+                step(magnitude: magnitude, time: time, onStep)
+            }
+        }
+        self.resampler = resampler
+    }
+
+    /// Feeds many samples.
+    @inlinable
+    public mutating func process(_ samples: some Sequence<AccelerationSample>, _ onStep: (StepEvent) -> Void) {
+        for sample in samples { process(sample, onStep) }
+    }
+
+    @inlinable
+    mutating func step(magnitude: Float, time: Int64, _ onStep: (StepEvent) -> Void) {
+        if needsOffset {
+            offset = magnitude
+            needsOffset = false
+        }
+        let y = lowPass.process(highPass.process(magnitude - offset))
+        lastFiltered = y
+        if let peak = peaks.process(y, time: time) {
+            gate.peak(at: peak.time) { stepTime in
+                stepCount += 1
+                onStep(StepEvent(timestamp: stepTime, count: stepCount))
+            }
+        }
+    }
+
+    @usableFromInline
+    mutating func restartFilters() {
+        highPass.reset()
+        lowPass.reset()
+        peaks.reset()
+        gate.reset()
+        needsOffset = true
+    }
+
+    /// Counts the steps in `samples` with a fresh detector.
+    public static func countSteps(
+        in samples: some Sequence<AccelerationSample>, configuration: DetectorConfiguration = DetectorConfiguration()
+    ) -> Int {
+        var detector = StepDetector(configuration: configuration)
+        detector.process(samples) { _ in }
+        return detector.count
+    }
+}
