@@ -1,0 +1,301 @@
+internal import StepDetection
+
+// Format detection: from the header line (or, for headerless Oxford files, the first row)
+// to a `RowLayout` that the hot loop follows. Runs once per file; clarity over speed.
+
+/// Which cells of a row hold time and axes, and how to scale them.
+struct RowLayout: Sendable {
+    var separator: UInt8
+    /// 0-based column indices.
+    var timeColumn: Int
+    var xColumn: Int
+    var yColumn: Int
+    var zColumn: Int
+    /// The largest of the four: cells after it are never looked at.
+    var lastColumn: Int
+    /// Power of ten from the time cell's unit to nanoseconds (9 for seconds, 6 for ms).
+    var timeShift: Int
+    /// Units of the axis cells per g (1 for g, 9.80665 for m/s², 8192 for Bangle counts).
+    var perG: Double
+    /// Header names as written (quotes and spaces stripped), for error messages.
+    var columnNames: [String]
+
+    func column(_ index: Int) -> RecordingError.Column {
+        RecordingError.Column(index: index + 1, name: index < columnNames.count ? columnNames[index] : nil)
+    }
+
+    /// The smallest needed column after `index`, for "too few columns" errors.
+    func firstNeededColumn(after index: Int) -> Int {
+        [timeColumn, xColumn, yColumn, zColumn].filter { $0 > index }.min() ?? lastColumn
+    }
+}
+
+/// What detection decided, before the first rows are sampled.
+struct DetectedLayout {
+    enum UnitRule {
+        case fixed(AccelerationUnit)
+        /// Bangle.js: counts (8192 = 1 g) when the mean magnitude is large, else g.
+        case bangleByMagnitude
+    }
+
+    enum GravityRule {
+        case included
+        case removed
+        /// Included when the mean magnitude of the first rows is close to 1 g.
+        case byMagnitude
+    }
+
+    var format: RecordingFormat
+    var layout: RowLayout
+    var unit: UnitRule
+    var gravity: GravityRule
+    /// True when the examined line is the first data row (Oxford), not a header.
+    var firstLineIsData: Bool
+    /// Sensor Logger's `seconds_elapsed` column, used when `time` is damaged.
+    var secondsElapsedColumn: Int?
+}
+
+enum FormatDetection {
+    static let quote = UInt8(ascii: "\"")
+
+    /// Splits a line into cells, honouring double quotes (`"a,b"` is one cell). Quotes are
+    /// removed from quoted cells; `""` inside quotes is a literal quote.
+    static func cells(_ line: [UInt8], separator: UInt8) -> [[UInt8]] {
+        var result: [[UInt8]] = []
+        var cell: [UInt8] = []
+        var inQuotes = false
+        var index = 0
+        while index < line.count {
+            let byte = line[index]
+            if inQuotes {
+                if byte == quote {
+                    if index + 1 < line.count && line[index + 1] == quote {
+                        cell.append(quote)
+                        index += 1
+                    } else {
+                        inQuotes = false
+                    }
+                } else {
+                    cell.append(byte)
+                }
+            } else if byte == quote {
+                inQuotes = true
+            } else if byte == separator {
+                result.append(cell)
+                cell = []
+            } else {
+                cell.append(byte)
+            }
+            index += 1
+        }
+        result.append(cell)
+        return result
+    }
+
+    /// The separator of a header line: the most frequent of `,` `;` TAB outside quotes.
+    static func guessSeparator(_ line: [UInt8]) -> UInt8 {
+        var counts: [UInt8: Int] = [:]
+        var inQuotes = false
+        for byte in line {
+            if byte == quote {
+                inQuotes.toggle()
+            } else if !inQuotes && (byte == UInt8(ascii: ",") || byte == UInt8(ascii: ";") || byte == 9) {
+                counts[byte, default: 0] += 1
+            }
+        }
+        var best = UInt8(ascii: ",")
+        var bestCount = counts[best] ?? 0
+        for candidate in [UInt8(ascii: ";"), 9] where (counts[candidate] ?? 0) > bestCount {
+            best = candidate
+            bestCount = counts[candidate] ?? 0
+        }
+        return best
+    }
+
+    /// Text for messages: lossy UTF-8, at most `limit` bytes, control characters shown as `?`.
+    static func display(_ bytes: some Collection<UInt8>, limit: Int = 120) -> String {
+        let shown = bytes.prefix(limit).map { $0 < 0x20 && $0 != 9 ? UInt8(ascii: "?") : $0 }
+        return String(decoding: shown, as: UTF8.self) + (bytes.count > limit ? "…" : "")
+    }
+
+    /// A header name as written: spaces and tabs trimmed.
+    static func trimmedName(_ cell: [UInt8]) -> String {
+        var slice = cell[...]
+        while let first = slice.first, first == 32 || first == 9 { slice.removeFirst() }
+        while let last = slice.last, last == 32 || last == 9 { slice.removeLast() }
+        return String(decoding: slice, as: UTF8.self)
+    }
+
+    static let tried =
+        "a header or first row of stepgate (time_s,x_g,y_g,z_g), bangle (Time (ms),X,Y,Z), "
+        + "oxford (no header: timestamp_ns,accuracy,x,y,z), "
+        + "phyphox (\"Time (s)\",\"Acceleration x (m/s^2)\",…), "
+        + "sensor-logger (time,seconds_elapsed,z,y,x) or physics-toolbox (time,gFx,gFy,gFz,…)"
+
+    static func canonicalHeader(_ format: RecordingFormat) -> String {
+        switch format {
+        case .stepgate: "time_s,x_g,y_g,z_g"
+        case .bangle: "Time (ms),X,Y,Z"
+        case .oxford: "(none)"
+        case .phyphox: "\"Time (s)\",\"Acceleration x (m/s^2)\",\"Acceleration y (m/s^2)\",…"
+        case .sensorLogger: "time,seconds_elapsed,z,y,x"
+        case .physicsToolbox: "time,gFx,gFy,gFz"
+        }
+    }
+
+    /// Decides the format and layout from the first non-blank line.
+    static func detect(
+        line: [UInt8],
+        lineNumber: Int,
+        separatorHint: UInt8?,
+        path: String,
+        forced: RecordingFormat?
+    ) throws(RecordingError) -> DetectedLayout {
+        let separator = separatorHint ?? guessSeparator(line)
+        let rawCells = cells(line, separator: separator)
+        let names = rawCells.map(trimmedName)
+        let keys = names.map { $0.lowercased() }
+        let fileName = baseName(path).lowercased()
+
+        let candidates = forced.map { [$0] } ?? RecordingFormat.allCases
+        for format in candidates {
+            if var detected = match(format, keys: keys, line: line, fileName: fileName) {
+                detected.layout.separator = format == .oxford ? UInt8(ascii: ",") : separator
+                if format != .oxford { detected.layout.columnNames = names }
+                if format == .sensorLogger, forced == nil, let reason = notAcceleration(fileName) {
+                    throw RecordingError(
+                        kind: .unknownFormat, path: path, line: lineNumber,
+                        expected: "an acceleration file (Accelerometer.csv or TotalAcceleration.csv)",
+                        found: "a Sensor Logger \(reason) file '\(baseName(path))'")
+                }
+                return detected
+            }
+        }
+        if forced == .oxford {
+            // A header line on a forced headerless file: skip it, read the rows by position.
+            return oxfordLayout(firstLineIsData: false)
+        }
+        if let forced {
+            throw RecordingError(
+                kind: .missingHeader, path: path, line: lineNumber,
+                expected: "the \(forced) header '\(canonicalHeader(forced))'", found: "'\(display(line))'")
+        }
+        throw RecordingError(
+            kind: .unknownFormat, path: path, line: lineNumber, expected: tried, found: "'\(display(line))'")
+    }
+
+    static func baseName(_ path: String) -> String {
+        if let slash = path.lastIndex(of: "/") { String(path[path.index(after: slash)...]) } else { path }
+    }
+
+    /// Sensor Logger writes gyroscope, magnetometer, … with the same `time,…,z,y,x` header.
+    static func notAcceleration(_ fileName: String) -> String? {
+        for word in ["gyroscope", "magnetometer", "gravity", "orientation"] where fileName.contains(word) {
+            return word
+        }
+        return nil
+    }
+
+    private static func layout(
+        time: Int, x: Int, y: Int, z: Int, timeShift: Int, perG: Double
+    ) -> RowLayout {
+        RowLayout(
+            separator: UInt8(ascii: ","), timeColumn: time, xColumn: x, yColumn: y, zColumn: z,
+            lastColumn: max(time, x, y, z), timeShift: timeShift, perG: perG, columnNames: [])
+    }
+
+    static func oxfordLayout(firstLineIsData: Bool) -> DetectedLayout {
+        var rowLayout = layout(time: 0, x: 2, y: 3, z: 4, timeShift: 0, perG: standardGravity)
+        rowLayout.columnNames = ["timestamp_ns", "accuracy", "x", "y", "z"]
+        return DetectedLayout(
+            format: .oxford, layout: rowLayout, unit: .fixed(.metersPerSecondSquared), gravity: .included,
+            firstLineIsData: firstLineIsData, secondsElapsedColumn: nil)
+    }
+
+    private static func match(
+        _ format: RecordingFormat, keys: [String], line: [UInt8], fileName: String
+    ) -> DetectedLayout? {
+        func find(_ name: String) -> Int? { keys.firstIndex(of: name) }
+        func result(
+            _ rowLayout: RowLayout, _ unit: DetectedLayout.UnitRule, _ gravity: DetectedLayout.GravityRule,
+            secondsElapsed: Int? = nil
+        ) -> DetectedLayout {
+            DetectedLayout(
+                format: format, layout: rowLayout, unit: unit, gravity: gravity, firstLineIsData: false,
+                secondsElapsedColumn: secondsElapsed)
+        }
+        switch format {
+        case .stepgate:
+            guard let t = find("time_s"), let x = find("x_g"), let y = find("y_g"), let z = find("z_g") else {
+                return nil
+            }
+            return result(layout(time: t, x: x, y: y, z: z, timeShift: 9, perG: 1), .fixed(.g), .included)
+        case .bangle:
+            guard let t = find("time (ms)"), let x = find("x"), let y = find("y"), let z = find("z") else {
+                return nil
+            }
+            return result(
+                layout(time: t, x: x, y: y, z: z, timeShift: 6, perG: 8192), .bangleByMagnitude, .included)
+        case .phyphox:
+            guard let t = find("time (s)") else { return nil }
+            let styles: [(prefix: String, gravity: DetectedLayout.GravityRule)] = [
+                ("acceleration ", .included), ("linear acceleration ", .removed),
+                ("", phyphoxGravity(fileName)),
+            ]
+            for style in styles {
+                if let x = find(style.prefix + "x (m/s^2)"), let y = find(style.prefix + "y (m/s^2)"),
+                    let z = find(style.prefix + "z (m/s^2)")
+                {
+                    let rowLayout = layout(time: t, x: x, y: y, z: z, timeShift: 9, perG: standardGravity)
+                    return result(rowLayout, .fixed(.metersPerSecondSquared), style.gravity)
+                }
+            }
+            return nil
+        case .sensorLogger:
+            guard let t = find("time"), let x = find("x"), let y = find("y"), let z = find("z") else {
+                return nil
+            }
+            let gravity: DetectedLayout.GravityRule =
+                fileName.hasPrefix("totalacceleration")
+                ? .included
+                : fileName.hasPrefix("accelerometer") ? .removed : .byMagnitude
+            let rowLayout = layout(time: t, x: x, y: y, z: z, timeShift: 0, perG: standardGravity)
+            return result(
+                rowLayout, .fixed(.metersPerSecondSquared), gravity, secondsElapsed: find("seconds_elapsed"))
+        case .physicsToolbox:
+            guard let t = find("time"), let x = find("gfx"), let y = find("gfy"), let z = find("gfz") else {
+                return nil
+            }
+            return result(layout(time: t, x: x, y: y, z: z, timeShift: 9, perG: 1), .fixed(.g), .included)
+        case .oxford:
+            return looksLikeOxfordRow(line) ? oxfordLayout(firstLineIsData: true) : nil
+        }
+    }
+
+    private static func phyphoxGravity(_ fileName: String) -> DetectedLayout.GravityRule {
+        if fileName.contains("linear") { return .removed }
+        if fileName.contains("accelerometer") || fileName.contains("acceleration with g") { return .included }
+        return .byMagnitude
+    }
+
+    /// Five comma-separated cells (a trailing empty one allowed): two integers, three numbers.
+    static func looksLikeOxfordRow(_ line: [UInt8]) -> Bool {
+        var parts = cells(line, separator: UInt8(ascii: ","))
+        if parts.count == 6, parts[5].allSatisfy({ $0 == 32 }) { parts.removeLast() }
+        guard parts.count == 5 else { return false }
+        for (index, cell) in parts.enumerated() {
+            if cell.isEmpty { return false }
+            if index < 2 {
+                guard cell.allSatisfy({ $0 >= 48 && $0 <= 57 }) else { return false }
+            } else {
+                let ok = cell.withUnsafeBufferPointer { buffer -> Bool in
+                    guard let base = buffer.baseAddress else { return false }
+                    let scan = scanNumber(base, from: 0, to: buffer.count)
+                    return scan.hasDigits && scan.next == buffer.count
+                }
+                if !ok { return false }
+            }
+        }
+        return true
+    }
+}
