@@ -13,14 +13,17 @@ let package = Package(
         .target(name: "StepDetection", linkerSettings: [.linkedLibrary("m")]),
         // Readers: recorded CSV walks (and, later, IIO devices).
         .target(name: "SensorInput", dependencies: ["StepDetection"]),
+        // Labelled recording sets, scoring, parameter search, reports.
+        .target(name: "Tuning", dependencies: ["StepDetection", "SensorInput"]),
         // The imperative shell: one file per subcommand.
-        .target(name: "StepGateCLI", dependencies: ["StepDetection", "SensorInput"]),
+        .target(name: "StepGateCLI", dependencies: ["StepDetection", "SensorInput", "Tuning"]),
         .executableTarget(name: "stepgate", dependencies: ["StepGateCLI"]),
         // Test support: fakes and fixture loading, for test targets only.
         .target(name: "StepGateTestSupport", dependencies: ["StepDetection", "SensorInput"]),
         // Tests
         .testTarget(name: "StepDetectionTests", dependencies: ["StepDetection", "StepGateTestSupport"]),
         .testTarget(name: "SensorInputTests", dependencies: ["SensorInput", "StepGateTestSupport"]),
+        .testTarget(name: "TuningTests", dependencies: ["Tuning", "StepGateTestSupport"]),
         .testTarget(
             name: "StepGateCLITests",
             dependencies: ["StepGateCLI", "StepGateTestSupport", "stepgate"]

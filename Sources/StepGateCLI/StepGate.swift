@@ -1,6 +1,126 @@
-/// The `stepgate` command: dispatches to one subcommand.
+@preconcurrency import Glibc
+
+/// The `stepgate` command: parses the subcommand and runs it.
 public enum StepGate {
-    public static func main() async {
-        print("stepgate: under construction")
+    /// The version printed by `--version`.
+    public static let version = "0.1.0"
+
+    /// Every subcommand, in the order help lists them.
+    static let commands: [any Command.Type] = [Replay.self, Eval.self, Bench.self]
+
+    /// Runs `stepgate` with the process's arguments and exits.
+    public static func main() async -> Never {
+        let status = await run(Array(CommandLine.arguments.dropFirst()))
+        exit(status)
+    }
+
+    /// Runs `stepgate` with `arguments` (without the program name); returns the exit status.
+    public static func run(_ arguments: [String]) async -> Int32 {
+        guard let first = arguments.first else {
+            print(rootHelp)
+            return ExitCode.usage.rawValue
+        }
+        switch first {
+        case "-h", "--help":
+            print(rootHelp)
+            return 0
+        case "--version":
+            print(version)
+            return 0
+        case "help":
+            guard let name = arguments.dropFirst().first else {
+                print(rootHelp)
+                return 0
+            }
+            guard let command = commands.first(where: { $0.configuration.commandName == name }) else {
+                printError("Error: unknown subcommand '\(name)'\n\(rootUsage)")
+                return ExitCode.usage.rawValue
+            }
+            print(help(for: command.configuration))
+            return 0
+        default:
+            break
+        }
+        guard let type = commands.first(where: { $0.configuration.commandName == first }) else {
+            printError("Error: unknown subcommand '\(first)'\n\(rootUsage)\n  See 'stepgate --help' for more information.")
+            return ExitCode.usage.rawValue
+        }
+        return await run(type, Array(arguments.dropFirst()))
+    }
+
+    static func run(_ type: any Command.Type, _ arguments: [String]) async -> Int32 {
+        let configuration = type.configuration
+        do {
+            let parsed = try ParsedArguments(arguments, options: configuration.options)
+            if parsed.wantsHelp {
+                print(help(for: configuration))
+                return 0
+            }
+            var command = try type.init(arguments: parsed)
+            try await command.run()
+            return 0
+        } catch let error as UsageError {
+            printError(
+                "Error: \(error.message)\nUsage: \(usage(for: configuration))\n"
+                    + "  See 'stepgate \(configuration.commandName) --help' for more information.")
+            return ExitCode.usage.rawValue
+        } catch let code as ExitCode {
+            return code.rawValue
+        } catch {
+            printError("Error: \(error)")
+            return ExitCode.failure.rawValue
+        }
+    }
+
+    static var rootUsage: String { "Usage: stepgate <subcommand>" }
+
+    static var rootHelp: String {
+        var text = """
+            OVERVIEW: StepGate counts your steps from an accelerometer and unlocks what you shielded \
+            once you have walked enough.
+
+            USAGE: stepgate <subcommand>
+
+            OPTIONS:
+              --version               Show the version.
+              -h, --help              Show help information.
+
+            SUBCOMMANDS:
+
+            """
+        let width = max(22, (commands.map { $0.configuration.commandName.count }.max() ?? 0) + 4)
+        for command in commands {
+            let c = command.configuration
+            text += "  " + rightPad(c.commandName, width) + c.abstract + "\n"
+        }
+        text += "\n  See 'stepgate help <subcommand>' for detailed help."
+        return text
+    }
+
+    static func usage(for c: CommandConfiguration) -> String {
+        var parts = ["stepgate", c.commandName]
+        for argument in c.arguments { parts.append(argument.isOptional ? "[\(argument.name)]" : argument.name) }
+        for option in c.options { parts.append("[\(option.synopsis)]") }
+        return parts.joined(separator: " ")
+    }
+
+    static func help(for c: CommandConfiguration) -> String {
+        var text = "OVERVIEW: \(c.abstract)\n"
+        if !c.discussion.isEmpty { text += "\n\(c.discussion)\n" }
+        text += "\nUSAGE: \(usage(for: c))\n"
+        let width = 24
+        func row(_ left: String, _ help: String) -> String {
+            let label = "  " + left
+            if label.count + 2 > width { return label + "\n" + String(repeating: " ", count: width) + help + "\n" }
+            return rightPad(label, width) + help + "\n"
+        }
+        if !c.arguments.isEmpty {
+            text += "\nARGUMENTS:\n"
+            for argument in c.arguments { text += row(argument.name, argument.help) }
+        }
+        text += "\nOPTIONS:\n"
+        for option in c.options { text += row(option.synopsis, option.help) }
+        text += row("-h, --help", "Show help information.")
+        return text
     }
 }

@@ -1,0 +1,189 @@
+import Foundation
+import SensorInput
+import StepDetection
+import Tuning
+
+/// `stepgate bench`: measures the detector, the CSV readers and whole replays.
+struct Bench: Command {
+    static let configuration = CommandConfiguration(
+        commandName: "bench",
+        abstract: "Measure detector speed, CSV parsing throughput and replay time.",
+        discussion: """
+            Prints the detector's cost per sample on synthetic walks held in memory (100 Hz and \
+            12.5 Hz input), CSV parsing throughput for each given file (or a generated StepGate CSV), \
+            and the time to replay the largest given file, in process and as a whole \
+            'stepgate replay' process. Build with 'swift build -c release' for meaningful figures. \
+            Each figure is the best of several runs.
+            """,
+        arguments: [ArgumentHelp("<file>...", help: "Recordings to parse and replay.", isOptional: true)],
+        options: [
+            .option("samples", "count", help: "Synthetic samples per detector run (default 2000000)."),
+            .option("repeat", "count", help: "Runs per figure; the best is reported (default 5)."),
+            .flag("json", help: "Print the figures as one JSON line."),
+        ]
+    )
+
+    var files: [String]
+    var sampleCount: Int
+    var repeats: Int
+    var json: Bool
+
+    init(arguments: ParsedArguments) throws(UsageError) {
+        files = arguments.positionals
+        sampleCount = try arguments.value("samples", expected: "a whole number ≥ 1000") { Int($0).flatMap { $0 >= 1000 ? $0 : nil } } ?? 2_000_000
+        repeats = try arguments.value("repeat", expected: "a whole number in 1...100") { Int($0).flatMap { (1...100).contains($0) ? $0 : nil } } ?? 5
+        json = arguments.flag("json")
+    }
+
+    func run() async throws {
+        var figures = JSONLine()
+        let out = StandardOutput()
+        defer { out.flush() }
+        #if DEBUG
+            printError("warning: this is a debug build; run 'swift build -c release' for meaningful figures")
+        #endif
+        for rate in [100.0, 12.5] {
+            let samples = Bench.syntheticWalk(count: sampleCount, rate: rate, jitter: rate < 50 ? 0.2 : 0.02)
+            var steps = 0
+            let ns = best(repeats) {
+                steps = StepDetector.countSteps(in: samples)
+            } / Double(samples.count)
+            let key = rate == 100 ? "detector_ns_per_sample_100hz" : "detector_ns_per_sample_12_5hz"
+            figures.add(key, ns, decimals: 2)
+            if !json {
+                out.line(
+                    "detector, \(formatFixed(rate, decimals: 1)) Hz synthetic walk, \(samples.count) samples: "
+                        + "\(formatFixed(ns, decimals: 2)) ns/sample (\(steps) steps)")
+            }
+        }
+        var parseFiles = files
+        var temporary: String?
+        if parseFiles.isEmpty {
+            let path = NSTemporaryDirectory() + "stepgate-bench-\(getpid()).csv"
+            try Bench.writeSynthetic(path: path, count: 1_000_000)
+            parseFiles = [path]
+            temporary = path
+        }
+        defer { if let temporary { unlink(temporary) } }
+        var parseFigures = JSONLine()
+        for file in parseFiles {
+            var counted = (samples: 0, bytes: 0)
+            let seconds = try bestThrowing(repeats) { counted = try RecordingReader.countSamples(path: file) } / 1e9
+            let megabytes = Double(counted.bytes) / 1e6
+            parseFigures.add(file, megabytes / seconds, decimals: 1)
+            if !json {
+                out.line(
+                    "CSV parse, \(file) (\(formatFixed(megabytes, decimals: 1)) MB, \(counted.samples) samples): "
+                        + "\(formatFixed(megabytes / seconds, decimals: 1)) MB/s")
+            }
+        }
+        figures.addRaw("csv_parse_mb_per_s", parseFigures.string)
+        if let largest = files.max(by: { Bench.size($0) < Bench.size($1) }) {
+            let inProcess = try bestThrowing(repeats) { _ = try countSteps(inFile: largest) } / 1e6
+            figures.add("replay_in_process_ms", inProcess, decimals: 2)
+            if !json { out.line("replay \(largest) in process: \(formatFixed(inProcess, decimals: 2)) ms") }
+            if let whole = try Bench.wholeProcessMilliseconds(file: largest, repeats: repeats) {
+                figures.add("replay_whole_process_ms", whole, decimals: 2)
+                if !json {
+                    out.line("replay \(largest) as a whole 'stepgate replay' process: \(formatFixed(whole, decimals: 2)) ms")
+                }
+            }
+        }
+        if json { out.line(figures.string) }
+    }
+
+    /// The best of `runs` timings of `body`, in nanoseconds.
+    private func best(_ runs: Int, _ body: () -> Void) -> Double {
+        var fastest = Double.infinity
+        for _ in 0..<runs {
+            let start = ContinuousClock.now
+            body()
+            fastest = min(fastest, nanoseconds(ContinuousClock.now - start))
+        }
+        return fastest
+    }
+
+    private func bestThrowing(_ runs: Int, _ body: () throws -> Void) throws -> Double {
+        var fastest = Double.infinity
+        for _ in 0..<runs {
+            let start = ContinuousClock.now
+            try body()
+            fastest = min(fastest, nanoseconds(ContinuousClock.now - start))
+        }
+        return fastest
+    }
+
+    static func size(_ path: String) -> Int {
+        ((try? FileManager.default.attributesOfItem(atPath: path))?[.size] as? Int) ?? 0
+    }
+
+    /// Runs `stepgate replay FILE` as a child process; the best wall time in milliseconds.
+    static func wholeProcessMilliseconds(file: String, repeats: Int) throws -> Double? {
+        let executable = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
+        guard FileManager.default.isExecutableFile(atPath: executable.path) else { return nil }
+        var fastest = Double.infinity
+        for _ in 0..<repeats {
+            let process = Process()
+            process.executableURL = executable
+            process.arguments = ["replay", file]
+            process.standardOutput = FileHandle.nullDevice
+            process.standardError = FileHandle.nullDevice
+            let start = ContinuousClock.now
+            try process.run()
+            process.waitUntilExit()
+            let elapsed = nanoseconds(ContinuousClock.now - start) / 1e6
+            guard process.terminationStatus == 0 else { return nil }
+            fastest = min(fastest, elapsed)
+        }
+        return fastest
+    }
+
+    /// A deterministic synthetic walk: 1.8 steps/s with a weaker second foot, noise, and
+    /// timing jitter as a fraction of the period.
+    static func syntheticWalk(count: Int, rate: Double, jitter: Double) -> [AccelerationSample] {
+        var random = SplitMix64(seed: 42)
+        var samples: [AccelerationSample] = []
+        samples.reserveCapacity(count)
+        let period = 1 / rate
+        for i in 0..<count {
+            let t = Double(i) * period + jitter * period * (random.nextUnit() - 0.5)
+            let phase = 2 * Double.pi * 0.9 * t
+            let vertical = 0.25 * sin(2 * phase) + 0.08 * sin(phase) + 0.02 * (random.nextUnit() - 0.5)
+            samples.append(
+                AccelerationSample(
+                    timestamp: Int64(t * 1e9), x: Float(0.05 * sin(phase)), y: Float(0.1 * vertical),
+                    z: Float(1 + vertical)))
+        }
+        return samples
+    }
+
+    /// Writes a synthetic 100 Hz walk as a StepGate CSV.
+    static func writeSynthetic(path: String, count: Int) throws {
+        var writer = try StepGateCSVWriter(path: path)
+        try writer.write(contentsOf: syntheticWalk(count: count, rate: 100, jitter: 0.02))
+        try writer.close()
+    }
+}
+
+/// A small, fast, seedable generator (SplitMix64), so benchmarks and property tests repeat.
+struct SplitMix64: RandomNumberGenerator {
+    private var state: UInt64
+
+    init(seed: UInt64) { state = seed }
+
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+
+    /// A uniform value in [0, 1).
+    mutating func nextUnit() -> Double { Double(next() >> 11) * 0x1p-53 }
+}
+
+private func nanoseconds(_ duration: Duration) -> Double {
+    let (seconds, attoseconds) = duration.components
+    return Double(seconds) * 1e9 + Double(attoseconds) / 1e9
+}

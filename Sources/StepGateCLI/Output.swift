@@ -1,0 +1,135 @@
+@preconcurrency import Glibc
+
+/// Writes to standard error, unbuffered, adding a newline.
+func printError(_ text: String) {
+    var line = text
+    if !line.hasSuffix("\n") { line += "\n" }
+    line.withUTF8 { buffer in _ = writeAll(2, buffer) }
+}
+
+/// Writes all of `bytes` to `descriptor`, retrying short writes; false on failure.
+func writeAll(_ descriptor: Int32, _ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+    guard let base = bytes.baseAddress else { return true }
+    var offset = 0
+    while offset < bytes.count {
+        let written = write(descriptor, base + offset, bytes.count - offset)
+        if written < 0 && errno == EINTR { continue }
+        if written <= 0 { return false }
+        offset += written
+    }
+    return true
+}
+
+/// Whether the given descriptor is a terminal.
+func isTerminal(_ descriptor: Int32) -> Bool { isatty(descriptor) == 1 }
+
+/// Buffered standard output for machine-readable lines: far fewer `write` calls than `print`.
+final class StandardOutput {
+    private var buffer: [UInt8] = []
+
+    init() { buffer.reserveCapacity(1 << 16) }
+
+    deinit { flush() }
+
+    func write(_ text: String) {
+        buffer.append(contentsOf: text.utf8)
+        if buffer.count >= 1 << 16 { flush() }
+    }
+
+    func line(_ text: String) {
+        write(text)
+        buffer.append(0x0A)
+    }
+
+    func flush() {
+        fflush(stdout)
+        buffer.withUnsafeBufferPointer { _ = writeAll(1, $0) }
+        buffer.removeAll(keepingCapacity: true)
+    }
+}
+
+@available(*, unavailable) extension StandardOutput: Sendable {}
+
+/// A JSON object written one key at a time, keys in the order given.
+struct JSONLine {
+    private var text = "{"
+    private var first = true
+
+    private mutating func key(_ name: String) {
+        if !first { text += "," }
+        first = false
+        text += JSONLine.quoted(name) + ":"
+    }
+
+    mutating func add(_ name: String, _ value: String) {
+        key(name)
+        text += JSONLine.quoted(value)
+    }
+
+    mutating func add(_ name: String, _ value: Int) {
+        key(name)
+        text += String(value)
+    }
+
+    mutating func add(_ name: String, _ value: Double, decimals: Int = 3) {
+        key(name)
+        text += value.isFinite ? formatFixed(value, decimals: decimals) : "null"
+    }
+
+    mutating func add(_ name: String, _ value: Bool) {
+        key(name)
+        text += value ? "true" : "false"
+    }
+
+    mutating func addRaw(_ name: String, _ json: String) {
+        key(name)
+        text += json
+    }
+
+    var string: String { text + "}" }
+
+    static func quoted(_ s: String) -> String {
+        var out = "\""
+        for scalar in s.unicodeScalars {
+            switch scalar {
+            case "\"": out += "\\\""
+            case "\\": out += "\\\\"
+            case "\n": out += "\\n"
+            case "\r": out += "\\r"
+            case "\t": out += "\\t"
+            case let c where c.value < 0x20:
+                let hex = String(c.value, radix: 16)
+                out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
+            default: out.unicodeScalars.append(scalar)
+            }
+        }
+        return out + "\""
+    }
+}
+
+/// `value` with exactly `decimals` digits after the point, without Foundation.
+func formatFixed(_ value: Double, decimals: Int) -> String {
+    guard value.isFinite else { return value.description }
+    var scale = 1.0
+    for _ in 0..<decimals { scale *= 10 }
+    let scaled = (abs(value) * scale).rounded()
+    guard scaled < 9e18 else { return value.description }
+    let whole = Int64(scaled)
+    let divisor = Int64(scale)
+    var text = String(whole / divisor)
+    if decimals > 0 {
+        let fraction = String(whole % divisor)
+        text += "." + String(repeating: "0", count: decimals - fraction.count) + fraction
+    }
+    return (value < 0 && scaled != 0 ? "-" : "") + text
+}
+
+/// Pads `text` on the left to `width` characters.
+func leftPad(_ text: String, _ width: Int) -> String {
+    text.count >= width ? text : String(repeating: " ", count: width - text.count) + text
+}
+
+/// Pads `text` on the right to `width` characters.
+func rightPad(_ text: String, _ width: Int) -> String {
+    text.count >= width ? text : text + String(repeating: " ", count: width - text.count)
+}

@@ -1,0 +1,120 @@
+import SensorInput
+import StepDetection
+import Tuning
+
+/// `stepgate replay`: counts the steps in recorded walks with the live detector.
+struct Replay: Command {
+    static let configuration = CommandConfiguration(
+        commandName: "replay",
+        abstract: "Count steps in recorded accelerometer walks.",
+        discussion: """
+            Reads each recording with the same detector the live pipeline runs and prints its step \
+            count, then the total. Formats are detected from the header and the first rows: \
+            StepGate (time_s,x_g,y_g,z_g), Bangle.js (Time (ms),X,Y,Z), Android/Oxford \
+            (timestamp_ns,accuracy,x,y,z), phyphox and Sensor Logger exports.
+            """,
+        arguments: [ArgumentHelp("<file>...", help: "Recordings to count.")],
+        options: [
+            .option("config", "file", help: "Detector configuration (JSON); defaults otherwise."),
+            .option(
+                "format", "format",
+                help: "Read every file as this format: \(RecordingFormat.allCases.map(\.rawValue).joined(separator: ", "))."),
+            .option("units", "unit", help: "Unit of the axis columns: g, m/s2 or counts:<per-g>."),
+            .flag("skip-bad-rows", help: "Skip malformed rows (reported on standard error) instead of stopping."),
+            .flag("events", help: "Print one JSON line per step: file, time (s from the first sample), count."),
+            .flag("json", help: "Print one JSON line per file and one for the total."),
+        ]
+    )
+
+    var files: [String]
+    var configPath: String?
+    var options: RecordingReader.Options
+    var events: Bool
+    var json: Bool
+
+    init(arguments: ParsedArguments) throws(UsageError) {
+        files = arguments.positionals
+        guard !files.isEmpty else { throw UsageError("missing expected argument '<file>...'") }
+        configPath = arguments.value("config")
+        let format = try arguments.value(
+            "format", expected: RecordingFormat.allCases.map(\.rawValue).joined(separator: ", "),
+            RecordingFormat.init(rawValue:))
+        let unit = try arguments.value("units", expected: "g, m/s2 or counts:<per-g>", AccelerationUnit.init)
+        options = RecordingReader.Options(format: format, unit: unit, skipBadRows: arguments.flag("skip-bad-rows"))
+        events = arguments.flag("events")
+        json = arguments.flag("json")
+    }
+
+    func run() async throws {
+        let detector = try configPath.map(loadDetectorConfiguration(path:)) ?? DetectorConfiguration()
+        let out = StandardOutput()
+        defer { out.flush() }
+        var total = 0
+        var rows: [(String, RecordingSummary)] = []
+        for file in files {
+            var bar = ProgressBar(label: file)
+            var first: Int64 = 0
+            let events = events
+            let summary = try countSteps(
+                inFile: file, options: options, configuration: detector,
+                progress: { bar.update(done: $0, total: $1) },
+                onFirstSample: { first = $0 },
+                onStep: { event in
+                    guard events else { return }
+                    var line = JSONLine()
+                    line.add("file", file)
+                    line.add("time_s", Double(event.timestamp &- first) / 1e9, decimals: 3)
+                    line.add("count", event.count)
+                    out.line(line.string)
+                })
+            bar.finish()
+            total += summary.steps
+            report(summary, file: file)
+            if json {
+                out.line(Replay.jsonLine(summary, file: file))
+            } else {
+                rows.append((file, summary))
+            }
+        }
+        if json {
+            var line = JSONLine()
+            line.add("total_steps", total)
+            line.add("files", files.count)
+            out.line(line.string)
+        } else {
+            let width = max(5, rows.map(\.0.count).max() ?? 0)
+            for (file, s) in rows {
+                out.line(
+                    rightPad(file, width) + "  " + leftPad(String(s.steps), 6) + " steps  "
+                        + leftPad(formatFixed(s.duration, decimals: 1), 7) + " s  " + leftPad(String(s.samples), 8)
+                        + " samples  " + leftPad(formatFixed(s.meanRate, decimals: 1), 6) + " Hz  " + s.format.rawValue)
+            }
+            if rows.count > 1 { out.line(rightPad("total", width) + "  " + leftPad(String(total), 6) + " steps") }
+        }
+    }
+
+    /// Warnings that belong on standard error: skipped rows, gravity-free input.
+    private func report(_ summary: RecordingSummary, file: String) {
+        if summary.skipped.total > 0 { printError("\(file): \(summary.skipped)") }
+        if !summary.gravityIncluded {
+            printError(
+                "\(file): warning: this recording has gravity removed (linear acceleration); the detector "
+                    + "is tuned for total acceleration, so counts may be lower")
+        }
+        if summary.samples == 0 { printError("\(file): warning: no samples") }
+    }
+
+    static func jsonLine(_ s: RecordingSummary, file: String) -> String {
+        var line = JSONLine()
+        line.add("file", file)
+        line.add("steps", s.steps)
+        line.add("duration_s", s.duration, decimals: 3)
+        line.add("samples", s.samples)
+        line.add("rate_hz", s.meanRate, decimals: 2)
+        line.add("format", s.format.rawValue)
+        line.add("unit", s.unit.description)
+        line.add("gravity_included", s.gravityIncluded)
+        line.add("skipped_rows", s.skipped.total)
+        return line.string
+    }
+}

@@ -1,0 +1,80 @@
+public import SensorInput
+public import StepDetection
+
+/// What counting one recording found.
+public struct RecordingSummary: Sendable, Hashable {
+    /// The file that was read.
+    public var path: String
+    /// Its detected (or forced) format.
+    public var format: RecordingFormat
+    /// The unit its axis columns were read in.
+    public var unit: AccelerationUnit
+    /// Whether the file includes gravity (the detector expects it to).
+    public var gravityIncluded: Bool
+    /// Samples read.
+    public var samples = 0
+    /// Steps counted.
+    public var steps = 0
+    /// Timestamps of the first and last sample, in nanoseconds on the file's clock.
+    public var firstTimestamp: Int64 = 0
+    public var lastTimestamp: Int64 = 0
+    /// Rows skipped with `skipBadRows`, per reason.
+    public var skipped = SkippedRows()
+    /// Bytes of the file read.
+    public var bytes = 0
+
+    /// Time between the first and the last sample, in seconds.
+    public var duration: Double { Double(lastTimestamp &- firstTimestamp) / 1e9 }
+
+    /// Mean sampling rate, in hertz (0 with fewer than two samples).
+    public var meanRate: Double { samples > 1 && duration > 0 ? Double(samples - 1) / duration : 0 }
+}
+
+/// Counts the steps in one recording, streaming: constant memory however long the file.
+///
+/// - Parameters:
+///   - path: The recording.
+///   - options: Format, unit and bad-row handling for the reader.
+///   - configuration: The detector's configuration.
+///   - progress: Called now and then with the bytes read and the file size.
+///   - onFirstSample: Called with the first sample's timestamp, before any step.
+///   - onStep: Called for every step, in time order.
+public func countSteps(
+    inFile path: String, options: RecordingReader.Options = .init(),
+    configuration: DetectorConfiguration = DetectorConfiguration(),
+    progress: ((_ bytesRead: Int, _ fileSize: Int) -> Void)? = nil,
+    onFirstSample: (Int64) -> Void = { _ in },
+    onStep: (StepEvent) -> Void = { _ in }
+) throws(RecordingError) -> RecordingSummary {
+    var reader = try RecordingReader(path: path, options: options)
+    var detector = StepDetector(configuration: configuration)
+    var summary = RecordingSummary(
+        path: path, format: reader.format, unit: reader.unit, gravityIncluded: reader.gravityIncluded)
+    var samples = 0
+    var first: Int64 = 0
+    var last: Int64 = 0
+    if let sample = try reader.next() {
+        samples = 1
+        first = sample.timestamp
+        last = sample.timestamp
+        onFirstSample(sample.timestamp)
+        detector.process(sample, onStep)
+    }
+    var nextReport = 1 << 20
+    while let sample = try reader.next() {
+        detector.process(sample, onStep)
+        last = sample.timestamp
+        samples &+= 1
+        if let progress, samples >= nextReport {
+            nextReport = samples + (1 << 16)
+            progress(reader.bytesRead, reader.fileSize)
+        }
+    }
+    summary.samples = samples
+    summary.steps = detector.count
+    summary.firstTimestamp = first
+    summary.lastTimestamp = last
+    summary.skipped = reader.skipped
+    summary.bytes = reader.bytesRead
+    return summary
+}
