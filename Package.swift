@@ -19,11 +19,13 @@ let package = Package(
         .target(name: "StepGateCLI", dependencies: ["StepDetection", "SensorInput", "Tuning"]),
         .executableTarget(name: "stepgate", dependencies: ["StepGateCLI"]),
         // Test support: fakes and fixture loading, for test targets only.
-        .target(name: "StepGateTestSupport", dependencies: ["StepDetection", "SensorInput"]),
+        .target(name: "StepGateTestSupport"),
         // Tests
         .testTarget(name: "StepDetectionTests", dependencies: ["StepDetection", "StepGateTestSupport"]),
         .testTarget(name: "SensorInputTests", dependencies: ["SensorInput", "StepGateTestSupport"]),
-        .testTarget(name: "TuningTests", dependencies: ["Tuning", "StepGateTestSupport"]),
+        .testTarget(
+            name: "TuningTests",
+            dependencies: ["Tuning", "StepDetection", "SensorInput", "StepGateTestSupport"]),
         .testTarget(
             name: "StepGateCLITests",
             dependencies: ["StepGateCLI", "StepGateTestSupport", "stepgate"]
@@ -34,9 +36,10 @@ let package = Package(
 
 // Settings shared by every Swift target.
 for target in package.targets where target.type != .system {
-    target.swiftSettings = (target.swiftSettings ?? []) + [
-        .enableUpcomingFeature("ExistentialAny"),
-        .enableUpcomingFeature("MemberImportVisibility"),
-        .enableUpcomingFeature("InternalImportsByDefault"),
-    ]
+    target.swiftSettings =
+        (target.swiftSettings ?? []) + [
+            .enableUpcomingFeature("ExistentialAny"),
+            .enableUpcomingFeature("MemberImportVisibility"),
+            .enableUpcomingFeature("InternalImportsByDefault"),
+        ]
 }

@@ -39,7 +39,8 @@ public struct Biquad: SignalStage, Sendable, Equatable {
         precondition(cutoff > 0 && cutoff < sampleRate / 2, "high-pass cut-off must lie in (0, fs/2)")
         let k = elementaryTan(Double.pi * cutoff / sampleRate)
         let norm = 1 / (1 + k / q + k * k)
-        return Biquad(b0: norm, b1: -2 * norm, b2: norm, a1: 2 * (k * k - 1) * norm, a2: (1 - k / q + k * k) * norm)
+        return Biquad(
+            b0: norm, b1: -2 * norm, b2: norm, a1: 2 * (k * k - 1) * norm, a2: (1 - k / q + k * k) * norm)
     }
 
     /// The magnitude of the frequency response at `frequency`, for tests and documentation.

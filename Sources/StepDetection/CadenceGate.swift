@@ -70,7 +70,8 @@ public struct CadenceGate: Sendable {
         fillsMissedSteps: Bool, strideThreshold: Double
     ) {
         self.strideThreshold = Int64(strideThreshold * 1e9)
-        precondition(stepsToConfirm >= 2 && stepsToConfirm <= Self.maximumHeldSteps, "stepsToConfirm out of range")
+        precondition(
+            stepsToConfirm >= 2 && stepsToConfirm <= Self.maximumHeldSteps, "stepsToConfirm out of range")
         self.minimumInterval = Int64(minimumInterval * 1e9)
         self.maximumInterval = Int64(maximumInterval * 1e9)
         self.tolerance = tolerance
@@ -139,14 +140,16 @@ public struct CadenceGate: Sendable {
             if d >= minimumInterval {
                 let length = chainLength[s]
                 let fits: Bool
-                if length <= 1 {
+                if length <= 2 {
+                    // One interval says nothing about asymmetry yet: any plausible one fits.
                     fits = true
                 } else {
                     let mean = Double(chainSpan[s]) / Double(length &- 1)
                     // The interval two links back: same foot as the new one.
                     let p = previous[s]
                     let pp = p >= oldest ? previous[p % Self.capacity] : -1
-                    let twoBack = pp >= oldest ? Double(times[p % Self.capacity] &- times[pp % Self.capacity]) : 0
+                    let twoBack =
+                        pp >= oldest ? Double(times[p % Self.capacity] &- times[pp % Self.capacity]) : 0
                     fits = near(Double(d), mean) || near(Double(d), twoBack)
                 }
                 if fits && length &+ 1 > bestLength {
@@ -179,7 +182,8 @@ public struct CadenceGate: Sendable {
             n &+= 1
             k = previous[k % Self.capacity]
         }
-        striding = Double(chainSpan[newest % Self.capacity]) / Double(max(1, length &- 1)) >= Double(strideThreshold)
+        striding =
+            Double(chainSpan[newest % Self.capacity]) / Double(max(1, length &- 1)) >= Double(strideThreshold)
         var i = n
         while i > 0 {
             i &-= 1

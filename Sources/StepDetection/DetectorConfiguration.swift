@@ -49,24 +49,43 @@ public struct DetectorConfiguration: Sendable, Hashable, Codable {
         {
             if !ok { throw ConfigurationError(key: key, expected: expected, found: value.description) }
         }
-        try check(sampleRate.isFinite && sampleRate >= 5 && sampleRate <= 1000, "sampleRate", "a rate in 5...1000 Hz", sampleRate)
-        try check(maximumGap.isFinite && maximumGap > 1 / sampleRate, "maximumGap", "seconds, longer than one sample period", maximumGap)
-        try check(highPassCutoff.isFinite && highPassCutoff > 0 && highPassCutoff < sampleRate / 2, "highPassCutoff", "hertz in (0, sampleRate/2)", highPassCutoff)
+        try check(
+            sampleRate.isFinite && sampleRate >= 5 && sampleRate <= 1000, "sampleRate",
+            "a rate in 5...1000 Hz", sampleRate)
+        try check(
+            maximumGap.isFinite && maximumGap > 1 / sampleRate, "maximumGap",
+            "seconds, longer than one sample period", maximumGap)
+        try check(
+            highPassCutoff.isFinite && highPassCutoff > 0 && highPassCutoff < sampleRate / 2,
+            "highPassCutoff", "hertz in (0, sampleRate/2)", highPassCutoff)
         try check(
             lowPassCutoff.isFinite && lowPassCutoff > highPassCutoff && lowPassCutoff < sampleRate / 2,
             "lowPassCutoff", "hertz above highPassCutoff and below sampleRate/2", lowPassCutoff)
-        try check(envelopeTime.isFinite && envelopeTime > 0 && envelopeTime <= 60, "envelopeTime", "seconds in (0, 60]", envelopeTime)
-        try check(peakThreshold.isFinite && peakThreshold >= 0 && peakThreshold <= 10, "peakThreshold", "a multiple of the RMS in 0...10", peakThreshold)
-        try check(minimumPeak.isFinite && minimumPeak >= 0 && minimumPeak <= 8, "minimumPeak", "g in 0...8", minimumPeak)
         try check(
-            minimumStepInterval.isFinite && minimumStepInterval > 0 && minimumStepInterval < maximumStepInterval,
+            envelopeTime.isFinite && envelopeTime > 0 && envelopeTime <= 60, "envelopeTime",
+            "seconds in (0, 60]", envelopeTime)
+        try check(
+            peakThreshold.isFinite && peakThreshold >= 0 && peakThreshold <= 10, "peakThreshold",
+            "a multiple of the RMS in 0...10", peakThreshold)
+        try check(
+            minimumPeak.isFinite && minimumPeak >= 0 && minimumPeak <= 8, "minimumPeak", "g in 0...8",
+            minimumPeak)
+        try check(
+            minimumStepInterval.isFinite && minimumStepInterval > 0
+                && minimumStepInterval < maximumStepInterval,
             "minimumStepInterval", "seconds above 0 and below maximumStepInterval", minimumStepInterval)
-        try check(maximumStepInterval.isFinite && maximumStepInterval <= 10, "maximumStepInterval", "seconds up to 10", maximumStepInterval)
-        try check(regularityTolerance.isFinite && regularityTolerance >= 0 && regularityTolerance <= 1, "regularityTolerance", "a fraction in 0...1", regularityTolerance)
+        try check(
+            maximumStepInterval.isFinite && maximumStepInterval <= 10, "maximumStepInterval",
+            "seconds up to 10", maximumStepInterval)
+        try check(
+            regularityTolerance.isFinite && regularityTolerance >= 0 && regularityTolerance <= 1,
+            "regularityTolerance", "a fraction in 0...1", regularityTolerance)
         try check(
             strideThreshold.isFinite && strideThreshold > minimumStepInterval, "strideThreshold",
             "seconds above minimumStepInterval", strideThreshold)
-        try check(stepsToConfirm >= 2 && stepsToConfirm <= CadenceGate.maximumHeldSteps, "stepsToConfirm", "a count in 2...\(CadenceGate.maximumHeldSteps)", stepsToConfirm)
+        try check(
+            stepsToConfirm >= 2 && stepsToConfirm <= CadenceGate.maximumHeldSteps, "stepsToConfirm",
+            "a count in 2...\(CadenceGate.maximumHeldSteps)", stepsToConfirm)
     }
 }
 
@@ -110,7 +129,8 @@ extension DetectorConfiguration {
         for key in any.allKeys where Key(rawValue: key.stringValue) == nil {
             throw DecodingError.dataCorruptedError(
                 forKey: key, in: any,
-                debugDescription: "unknown key '\(key.stringValue)'; expected one of: \(Self.keys.joined(separator: ", "))")
+                debugDescription:
+                    "unknown key '\(key.stringValue)'; expected one of: \(Self.keys.joined(separator: ", "))")
         }
         let c = try decoder.container(keyedBy: Key.self)
         var d = DetectorConfiguration()
@@ -121,9 +141,12 @@ extension DetectorConfiguration {
         d.envelopeTime = try c.decodeIfPresent(Double.self, forKey: .envelopeTime) ?? d.envelopeTime
         d.peakThreshold = try c.decodeIfPresent(Double.self, forKey: .peakThreshold) ?? d.peakThreshold
         d.minimumPeak = try c.decodeIfPresent(Double.self, forKey: .minimumPeak) ?? d.minimumPeak
-        d.minimumStepInterval = try c.decodeIfPresent(Double.self, forKey: .minimumStepInterval) ?? d.minimumStepInterval
-        d.maximumStepInterval = try c.decodeIfPresent(Double.self, forKey: .maximumStepInterval) ?? d.maximumStepInterval
-        d.regularityTolerance = try c.decodeIfPresent(Double.self, forKey: .regularityTolerance) ?? d.regularityTolerance
+        d.minimumStepInterval =
+            try c.decodeIfPresent(Double.self, forKey: .minimumStepInterval) ?? d.minimumStepInterval
+        d.maximumStepInterval =
+            try c.decodeIfPresent(Double.self, forKey: .maximumStepInterval) ?? d.maximumStepInterval
+        d.regularityTolerance =
+            try c.decodeIfPresent(Double.self, forKey: .regularityTolerance) ?? d.regularityTolerance
         d.stepsToConfirm = try c.decodeIfPresent(Int.self, forKey: .stepsToConfirm) ?? d.stepsToConfirm
         d.fillMissedSteps = try c.decodeIfPresent(Bool.self, forKey: .fillMissedSteps) ?? d.fillMissedSteps
         d.strideThreshold = try c.decodeIfPresent(Double.self, forKey: .strideThreshold) ?? d.strideThreshold

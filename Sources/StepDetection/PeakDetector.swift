@@ -36,7 +36,9 @@ public struct PeakDetector: Sendable, Equatable {
     ///   - ratio: Required prominence as a multiple of the running RMS.
     ///   - minimumHeight: Smallest prominence, in g.
     ///   - separation: Of two peaks closer than this, in seconds, only the higher is reported.
-    public init(sampleRate: Double, envelopeTime: Double, ratio: Double, minimumHeight: Double, separation: Double) {
+    public init(
+        sampleRate: Double, envelopeTime: Double, ratio: Double, minimumHeight: Double, separation: Double
+    ) {
         self.separation = Int64(separation * 1e9)
         envelopeAlpha = Float(1 - elementaryExp(-1 / (sampleRate * envelopeTime)))
         self.ratio = Float(ratio)

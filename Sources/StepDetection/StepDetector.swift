@@ -63,7 +63,8 @@ public struct StepDetector: Sendable {
             sampleRate: fs, envelopeTime: configuration.envelopeTime, ratio: configuration.peakThreshold,
             minimumHeight: configuration.minimumPeak, separation: configuration.minimumStepInterval)
         gate = CadenceGate(
-            minimumInterval: configuration.minimumStepInterval, maximumInterval: configuration.maximumStepInterval,
+            minimumInterval: configuration.minimumStepInterval,
+            maximumInterval: configuration.maximumStepInterval,
             tolerance: configuration.regularityTolerance, stepsToConfirm: configuration.stepsToConfirm,
             fillsMissedSteps: configuration.fillMissedSteps, strideThreshold: configuration.strideThreshold)
     }
@@ -99,7 +100,8 @@ public struct StepDetector: Sendable {
 
     /// Feeds many samples.
     @inlinable
-    public mutating func process(_ samples: some Sequence<AccelerationSample>, _ onStep: (StepEvent) -> Void) {
+    public mutating func process(_ samples: some Sequence<AccelerationSample>, _ onStep: (StepEvent) -> Void)
+    {
         for sample in samples { process(sample, onStep) }
     }
 
@@ -130,7 +132,8 @@ public struct StepDetector: Sendable {
 
     /// Counts the steps in `samples` with a fresh detector.
     public static func countSteps(
-        in samples: some Sequence<AccelerationSample>, configuration: DetectorConfiguration = DetectorConfiguration()
+        in samples: some Sequence<AccelerationSample>,
+        configuration: DetectorConfiguration = DetectorConfiguration()
     ) -> Int {
         var detector = StepDetector(configuration: configuration)
         detector.process(samples) { _ in }

@@ -30,8 +30,14 @@ struct Bench: Command {
 
     init(arguments: ParsedArguments) throws(UsageError) {
         files = arguments.positionals
-        sampleCount = try arguments.value("samples", expected: "a whole number ≥ 1000") { Int($0).flatMap { $0 >= 1000 ? $0 : nil } } ?? 2_000_000
-        repeats = try arguments.value("repeat", expected: "a whole number in 1...100") { Int($0).flatMap { (1...100).contains($0) ? $0 : nil } } ?? 5
+        sampleCount =
+            try arguments.value("samples", expected: "a whole number ≥ 1000") {
+                Int($0).flatMap { $0 >= 1000 ? $0 : nil }
+            } ?? 2_000_000
+        repeats =
+            try arguments.value("repeat", expected: "a whole number in 1...100") {
+                Int($0).flatMap { (1...100).contains($0) ? $0 : nil }
+            } ?? 5
         json = arguments.flag("json")
     }
 
@@ -45,9 +51,10 @@ struct Bench: Command {
         for rate in [100.0, 12.5] {
             let samples = Bench.syntheticWalk(count: sampleCount, rate: rate, jitter: rate < 50 ? 0.2 : 0.02)
             var steps = 0
-            let ns = best(repeats) {
-                steps = StepDetector.countSteps(in: samples)
-            } / Double(samples.count)
+            let ns =
+                best(repeats) {
+                    steps = StepDetector.countSteps(in: samples)
+                } / Double(samples.count)
             let key = rate == 100 ? "detector_ns_per_sample_100hz" : "detector_ns_per_sample_12_5hz"
             figures.add(key, ns, decimals: 2)
             if !json {
@@ -68,7 +75,8 @@ struct Bench: Command {
         var parseFigures = JSONLine()
         for file in parseFiles {
             var counted = (samples: 0, bytes: 0)
-            let seconds = try bestThrowing(repeats) { counted = try RecordingReader.countSamples(path: file) } / 1e9
+            let seconds =
+                try bestThrowing(repeats) { counted = try RecordingReader.countSamples(path: file) } / 1e9
             let megabytes = Double(counted.bytes) / 1e6
             parseFigures.add(file, megabytes / seconds, decimals: 1)
             if !json {
@@ -85,7 +93,9 @@ struct Bench: Command {
             if let whole = try Bench.wholeProcessMilliseconds(file: largest, repeats: repeats) {
                 figures.add("replay_whole_process_ms", whole, decimals: 2)
                 if !json {
-                    out.line("replay \(largest) as a whole 'stepgate replay' process: \(formatFixed(whole, decimals: 2)) ms")
+                    out.line(
+                        "replay \(largest) as a whole 'stepgate replay' process: \(formatFixed(whole, decimals: 2)) ms"
+                    )
                 }
             }
         }
@@ -138,23 +148,13 @@ struct Bench: Command {
         return fastest
     }
 
-    /// A deterministic synthetic walk: 1.8 steps/s with a weaker second foot, noise, and
-    /// timing jitter as a fraction of the period.
+    /// A deterministic synthetic walk of `count` samples at `rate` hertz.
     static func syntheticWalk(count: Int, rate: Double, jitter: Double) -> [AccelerationSample] {
-        var random = SplitMix64(seed: 42)
-        var samples: [AccelerationSample] = []
-        samples.reserveCapacity(count)
-        let period = 1 / rate
-        for i in 0..<count {
-            let t = Double(i) * period + jitter * period * (random.nextUnit() - 0.5)
-            let phase = 2 * Double.pi * 0.9 * t
-            let vertical = 0.25 * sin(2 * phase) + 0.08 * sin(phase) + 0.02 * (random.nextUnit() - 0.5)
-            samples.append(
-                AccelerationSample(
-                    timestamp: Int64(t * 1e9), x: Float(0.05 * sin(phase)), y: Float(0.1 * vertical),
-                    z: Float(1 + vertical)))
-        }
-        return samples
+        var walk = SyntheticWalk()
+        walk.rate = rate
+        walk.jitter = jitter
+        let duration = Double(count) / rate
+        return walk.samples(duration: duration, steps: Int(duration * walk.cadence))
     }
 
     /// Writes a synthetic 100 Hz walk as a StepGate CSV.
@@ -163,24 +163,6 @@ struct Bench: Command {
         try writer.write(contentsOf: syntheticWalk(count: count, rate: 100, jitter: 0.02))
         try writer.close()
     }
-}
-
-/// A small, fast, seedable generator (SplitMix64), so benchmarks and property tests repeat.
-struct SplitMix64: RandomNumberGenerator {
-    private var state: UInt64
-
-    init(seed: UInt64) { state = seed }
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-
-    /// A uniform value in [0, 1).
-    mutating func nextUnit() -> Double { Double(next() >> 11) * 0x1p-53 }
 }
 
 private func nanoseconds(_ duration: Duration) -> Double {

@@ -59,7 +59,9 @@ public struct OptionSpec: Sendable {
     public var isRepeatable: Bool
 
     /// An option that takes a value.
-    public static func option(_ name: String, _ valueName: String, help: String, repeatable: Bool = false) -> OptionSpec {
+    public static func option(_ name: String, _ valueName: String, help: String, repeatable: Bool = false)
+        -> OptionSpec
+    {
         OptionSpec(name: name, valueName: valueName, help: help, isRepeatable: repeatable)
     }
 

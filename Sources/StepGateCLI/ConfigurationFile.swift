@@ -16,7 +16,8 @@ struct ConfigurationFileError: Error, CustomStringConvertible {
 /// keys, wrong types and out-of-range values are errors naming the key.
 func loadDetectorConfiguration(path: String) throws -> DetectorConfiguration {
     guard let data = FileManager.default.contents(atPath: path) else {
-        throw ConfigurationFileError(path: path, message: "cannot read the file (\(String(cString: strerror(errno))))")
+        throw ConfigurationFileError(
+            path: path, message: "cannot read the file (\(String(cString: strerror(errno))))")
     }
     let object: Any
     do {

@@ -36,7 +36,9 @@ struct Eval: Command {
     func run() async throws {
         let detector = try configPath.map(loadDetectorConfiguration(path:)) ?? DetectorConfiguration()
         let recordings = try Eval.load(sets)
-        guard !recordings.isEmpty else { throw LabelledSetError(path: sets[0], message: "no recordings found") }
+        guard !recordings.isEmpty else {
+            throw LabelledSetError(path: sets[0], message: "no recordings found")
+        }
         let results = try await Eval.evaluate(recordings, configuration: detector)
         let summary = EvaluationSummary(results)
         let out = StandardOutput()
@@ -67,6 +69,10 @@ struct Eval: Command {
                     files.append(relative)
                 }
                 for relative in files.sorted() {
+                    guard LabelledSet.truth(fromFileName: relative) != nil else {
+                        printError("\(base + relative): not scored: the file name carries no step count")
+                        continue
+                    }
                     var recording = try LabelledSet.recording(fileNamed: base + relative)
                     recording.name = relative
                     recordings.append(recording)
@@ -126,16 +132,22 @@ struct Eval: Command {
         for r in results {
             var name = r.recording.name
             if name.count > width { name = "…" + name.suffix(width - 1) }
-            let error = r.percentError.map { ($0 >= 0 ? "+" : "") + formatFixed($0, decimals: 1) + "%" } ?? "—"
+            let error =
+                r.percentError.map { ($0 >= 0 ? "+" : "") + formatFixed($0, decimals: 1) + "%" } ?? "—"
             text +=
-                rightPad(name, width) + "  " + rightPad(r.recording.placement, 13) + rightPad(r.recording.kind.rawValue, 7)
-                + leftPad(String(r.recording.truth), 7) + leftPad(String(r.counted), 9) + leftPad(error, 9) + "\n"
+                rightPad(name, width) + "  " + rightPad(r.recording.placement, 13)
+                + rightPad(r.recording.kind.rawValue, 7)
+                + leftPad(String(r.recording.truth), 7) + leftPad(String(r.counted), 9) + leftPad(error, 9)
+                + "\n"
         }
         text += "\n"
         if let mape = summary.walkMAPE {
-            text += "walks MAPE            \(formatFixed(mape, decimals: 2)) %  (\(summary.walkCount) walks)\n"
+            text +=
+                "walks MAPE            \(formatFixed(mape, decimals: 2)) %  (\(summary.walkCount) walks)\n"
             for p in summary.placements {
-                text += "  " + rightPad(p.placement, 20) + leftPad(formatFixed(p.mape, decimals: 2), 6) + " %  (\(p.count))\n"
+                text +=
+                    "  " + rightPad(p.placement, 20) + leftPad(formatFixed(p.mape, decimals: 2), 6)
+                    + " %  (\(p.count))\n"
             }
         }
         if let perHour = summary.falseStepsPerHour {
@@ -144,7 +156,8 @@ struct Eval: Command {
                 + "\(formatFixed(summary.noWalkHours, decimals: 2)) h, \(summary.noWalkCount) no-walk logs)\n"
         }
         if let mixed = summary.mixedError {
-            text += "mixed-log error       \(formatFixed(mixed, decimals: 1)) %  (\(summary.mixedCount) logs)\n"
+            text +=
+                "mixed-log error       \(formatFixed(mixed, decimals: 1)) %  (\(summary.mixedCount) logs)\n"
         }
         return text
     }

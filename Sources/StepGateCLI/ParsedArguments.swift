@@ -67,7 +67,9 @@ public struct ParsedArguments: Sendable {
 
     /// The value of an option converted by `transform`, with a usage error naming the option
     /// when it does not convert.
-    public func value<T>(_ name: String, expected: String, _ transform: (String) -> T?) throws(UsageError) -> T? {
+    public func value<T>(_ name: String, expected: String, _ transform: (String) -> T?) throws(UsageError)
+        -> T?
+    {
         guard let raw = value(name) else { return nil }
         guard let converted = transform(raw) else {
             throw UsageError("invalid value '\(raw)' for '--\(name)': expected \(expected)")

@@ -18,10 +18,15 @@ struct Replay: Command {
             .option("config", "file", help: "Detector configuration (JSON); defaults otherwise."),
             .option(
                 "format", "format",
-                help: "Read every file as this format: \(RecordingFormat.allCases.map(\.rawValue).joined(separator: ", "))."),
+                help:
+                    "Read every file as this format: \(RecordingFormat.allCases.map(\.rawValue).joined(separator: ", "))."
+            ),
             .option("units", "unit", help: "Unit of the axis columns: g, m/s2 or counts:<per-g>."),
-            .flag("skip-bad-rows", help: "Skip malformed rows (reported on standard error) instead of stopping."),
-            .flag("events", help: "Print one JSON line per step: file, time (s from the first sample), count."),
+            .flag(
+                "skip-bad-rows", help: "Skip malformed rows (reported on standard error) instead of stopping."
+            ),
+            .flag(
+                "events", help: "Print one JSON line per step: file, time (s from the first sample), count."),
             .flag("json", help: "Print one JSON line per file and one for the total."),
         ]
     )
@@ -40,7 +45,8 @@ struct Replay: Command {
             "format", expected: RecordingFormat.allCases.map(\.rawValue).joined(separator: ", "),
             RecordingFormat.init(rawValue:))
         let unit = try arguments.value("units", expected: "g, m/s2 or counts:<per-g>", AccelerationUnit.init)
-        options = RecordingReader.Options(format: format, unit: unit, skipBadRows: arguments.flag("skip-bad-rows"))
+        options = RecordingReader.Options(
+            format: format, unit: unit, skipBadRows: arguments.flag("skip-bad-rows"))
         events = arguments.flag("events")
         json = arguments.flag("json")
     }
@@ -86,10 +92,14 @@ struct Replay: Command {
             for (file, s) in rows {
                 out.line(
                     rightPad(file, width) + "  " + leftPad(String(s.steps), 6) + " steps  "
-                        + leftPad(formatFixed(s.duration, decimals: 1), 7) + " s  " + leftPad(String(s.samples), 8)
-                        + " samples  " + leftPad(formatFixed(s.meanRate, decimals: 1), 6) + " Hz  " + s.format.rawValue)
+                        + leftPad(formatFixed(s.duration, decimals: 1), 7) + " s  "
+                        + leftPad(String(s.samples), 8)
+                        + " samples  " + leftPad(formatFixed(s.meanRate, decimals: 1), 6) + " Hz  "
+                        + s.format.rawValue)
             }
-            if rows.count > 1 { out.line(rightPad("total", width) + "  " + leftPad(String(total), 6) + " steps") }
+            if rows.count > 1 {
+                out.line(rightPad("total", width) + "  " + leftPad(String(total), 6) + " steps")
+            }
         }
     }
 

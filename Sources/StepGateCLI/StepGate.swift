@@ -6,7 +6,7 @@ public enum StepGate {
     public static let version = "0.1.0"
 
     /// Every subcommand, in the order help lists them.
-    static let commands: [any Command.Type] = [Replay.self, Eval.self, Bench.self]
+    static let commands: [any Command.Type] = [Replay.self, Eval.self, Config.self, Bench.self]
 
     /// Runs `stepgate` with the process's arguments and exits.
     public static func main() async -> Never {
@@ -42,7 +42,9 @@ public enum StepGate {
             break
         }
         guard let type = commands.first(where: { $0.configuration.commandName == first }) else {
-            printError("Error: unknown subcommand '\(first)'\n\(rootUsage)\n  See 'stepgate --help' for more information.")
+            printError(
+                "Error: unknown subcommand '\(first)'\n\(rootUsage)\n  See 'stepgate --help' for more information."
+            )
             return ExitCode.usage.rawValue
         }
         return await run(type, Array(arguments.dropFirst()))
@@ -99,7 +101,9 @@ public enum StepGate {
 
     static func usage(for c: CommandConfiguration) -> String {
         var parts = ["stepgate", c.commandName]
-        for argument in c.arguments { parts.append(argument.isOptional ? "[\(argument.name)]" : argument.name) }
+        for argument in c.arguments {
+            parts.append(argument.isOptional ? "[\(argument.name)]" : argument.name)
+        }
         for option in c.options { parts.append("[\(option.synopsis)]") }
         return parts.joined(separator: " ")
     }
@@ -111,7 +115,9 @@ public enum StepGate {
         let width = 24
         func row(_ left: String, _ help: String) -> String {
             let label = "  " + left
-            if label.count + 2 > width { return label + "\n" + String(repeating: " ", count: width) + help + "\n" }
+            if label.count + 2 > width {
+                return label + "\n" + String(repeating: " ", count: width) + help + "\n"
+            }
             return rightPad(label, width) + help + "\n"
         }
         if !c.arguments.isEmpty {

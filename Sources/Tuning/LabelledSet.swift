@@ -24,7 +24,9 @@ public struct LabelledRecording: Sendable, Hashable {
     /// The true number of steps.
     public var truth: Int
 
-    public init(path: String, name: String, format: RecordingFormat?, placement: String, kind: Kind, truth: Int) {
+    public init(
+        path: String, name: String, format: RecordingFormat?, placement: String, kind: Kind, truth: Int
+    ) {
         self.path = path
         self.name = name
         self.format = format
@@ -60,15 +62,21 @@ public enum LabelledSet {
     /// manifest's folder. `format` and `placement` are optional columns.
     public static func manifest(text: String, path: String) throws(LabelledSetError) -> [LabelledRecording] {
         let folder = directory(of: path)
-        var lines = text.split(omittingEmptySubsequences: false, whereSeparator: { $0 == "\n" || $0 == "\r\n" })
-            .map { $0.hasSuffix("\r") ? String($0.dropLast()) : String($0) }
+        var lines = text.split(
+            omittingEmptySubsequences: false, whereSeparator: { $0 == "\n" || $0 == "\r\n" }
+        )
+        .map { $0.hasSuffix("\r") ? String($0.dropLast()) : String($0) }
         if let first = lines.first, first.hasPrefix("\u{FEFF}") { lines[0] = String(first.dropFirst()) }
         guard let header = lines.first, !header.isEmpty else {
-            throw LabelledSetError(path: path, line: 1, message: "expected a header with columns \(requiredColumns.joined(separator: ", "))")
+            throw LabelledSetError(
+                path: path, line: 1,
+                message: "expected a header with columns \(requiredColumns.joined(separator: ", "))")
         }
         let columns = splitCSV(header).map { $0.trimmingSpaces().lowercased() }
         for required in requiredColumns where !columns.contains(required) {
-            throw LabelledSetError(path: path, line: 1, message: "missing column '\(required)' (found: \(columns.joined(separator: ", ")))")
+            throw LabelledSetError(
+                path: path, line: 1,
+                message: "missing column '\(required)' (found: \(columns.joined(separator: ", ")))")
         }
         func index(_ name: String) -> Int? { columns.firstIndex(of: name) }
         var recordings: [LabelledRecording] = []
@@ -80,7 +88,8 @@ public enum LabelledSet {
                 return cells[i].trimmingSpaces()
             }
             guard let relative = cell("path"), !relative.isEmpty else {
-                throw LabelledSetError(path: path, line: number, message: "column 'path': expected a file path")
+                throw LabelledSetError(
+                    path: path, line: number, message: "column 'path': expected a file path")
             }
             guard let kindText = cell("kind"), let kind = LabelledRecording.Kind(rawValue: kindText) else {
                 throw LabelledSetError(
@@ -90,7 +99,9 @@ public enum LabelledSet {
             guard let truthText = cell("truth_steps"), let truth = Int(truthText), truth >= 0 else {
                 throw LabelledSetError(
                     path: path, line: number,
-                    message: "column 'truth_steps': expected a whole number ≥ 0, found '\(cell("truth_steps") ?? "")'")
+                    message:
+                        "column 'truth_steps': expected a whole number ≥ 0, found '\(cell("truth_steps") ?? "")'"
+                )
             }
             var format: RecordingFormat?
             if let text = cell("format"), !text.isEmpty {
@@ -98,13 +109,17 @@ public enum LabelledSet {
                 if format == nil {
                     throw LabelledSetError(
                         path: path, line: number,
-                        message: "column 'format': expected one of \(RecordingFormat.allCases.map(\.rawValue).joined(separator: ", ")), oxford-ns, found '\(text)'")
+                        message:
+                            "column 'format': expected one of \(RecordingFormat.allCases.map(\.rawValue).joined(separator: ", ")), oxford-ns, found '\(text)'"
+                    )
                 }
             }
             let placement = cell("placement").flatMap { $0.isEmpty ? nil : $0 } ?? "unknown"
             let full = relative.hasPrefix("/") ? relative : folder + relative
             recordings.append(
-                LabelledRecording(path: full, name: relative, format: format, placement: placement, kind: kind, truth: truth))
+                LabelledRecording(
+                    path: full, name: relative, format: format, placement: placement, kind: kind, truth: truth
+                ))
         }
         return recordings
     }
@@ -139,11 +154,13 @@ public enum LabelledSet {
     public static func recording(fileNamed path: String) throws(LabelledSetError) -> LabelledRecording {
         guard let truth = truth(fromFileName: path) else {
             throw LabelledSetError(
-                path: path, message: "the file name carries no step count (expected e.g. 100_3.csv or walk-1834.csv)")
+                path: path,
+                message: "the file name carries no step count (expected e.g. 100_3.csv or walk-1834.csv)")
         }
         let name = path.split(separator: "/").last.map(String.init) ?? path
         return LabelledRecording(
-            path: path, name: name, format: nil, placement: "unknown", kind: truth == 0 ? .nowalk : .walk, truth: truth)
+            path: path, name: name, format: nil, placement: "unknown", kind: truth == 0 ? .nowalk : .walk,
+            truth: truth)
     }
 
     static func directory(of path: String) -> String {

@@ -1,0 +1,73 @@
+public import Foundation
+import Synchronization
+
+/// Where the package and the shared development data live, for tests.
+public enum Fixtures {
+    /// The package root, derived from this file's path.
+    public static let packageRoot: URL = URL(fileURLWithPath: #filePath)
+        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+
+    /// `../shared/data` beside the package (the labelled development recordings).
+    public static let sharedData: URL = packageRoot.deletingLastPathComponent()
+        .appendingPathComponent("shared/data")
+
+    /// Whether `../shared/data` is present; tests that need it are skipped otherwise.
+    public static let sharedDataAvailable: Bool = FileManager.default.fileExists(
+        atPath: sharedData.appendingPathComponent("manifest.csv").path)
+
+    /// The bundled sample recordings.
+    public static let samples: URL = packageRoot.appendingPathComponent("samples")
+
+    /// The debug-built `stepgate` executable.
+    public static var stepgateExecutable: URL {
+        packageRoot.appendingPathComponent(".build/debug/stepgate")
+    }
+
+    /// A fresh temporary folder, removed by the caller.
+    public static func temporaryFolder() throws -> URL {
+        let url = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "stepgate-test-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+        return url
+    }
+}
+
+/// The outcome of running a command.
+public struct ProcessResult: Sendable {
+    public var status: Int32
+    public var standardOutput: String
+    public var standardError: String
+}
+
+/// Runs an executable with arguments and collects its output.
+public func runProcess(_ executable: URL, _ arguments: [String], input: String? = nil) throws -> ProcessResult
+{
+    let process = Process()
+    process.executableURL = executable
+    process.arguments = arguments
+    let out = Pipe()
+    let err = Pipe()
+    process.standardOutput = out
+    process.standardError = err
+    let inPipe = Pipe()
+    process.standardInput = inPipe
+    try process.run()
+    if let input { inPipe.fileHandleForWriting.write(Data(input.utf8)) }
+    try inPipe.fileHandleForWriting.close()
+    // Read both pipes to the end before waiting, so a large output cannot block the child.
+    let group = DispatchGroup()
+    let errData = Mutex(Data())
+    let errHandle = err.fileHandleForReading
+    group.enter()
+    DispatchQueue.global().async {
+        let data = errHandle.readDataToEndOfFile()
+        errData.withLock { $0 = data }
+        group.leave()
+    }
+    let outData = out.fileHandleForReading.readDataToEndOfFile()
+    group.wait()
+    process.waitUntilExit()
+    return ProcessResult(
+        status: process.terminationStatus, standardOutput: String(decoding: outData, as: UTF8.self),
+        standardError: errData.withLock { String(decoding: $0, as: UTF8.self) })
+}

@@ -1,0 +1,114 @@
+import Foundation
+import Testing
+
+@testable import StepDetection
+
+@Suite("Cadence gate")
+struct CadenceGateTests {
+    private func gate(
+        steps: Int = 6, tolerance: Double = 0.3, fill: Bool = true, maximumInterval: Double = 1.0,
+        stride: Double = 0.95
+    ) -> CadenceGate {
+        CadenceGate(
+            minimumInterval: 0.3, maximumInterval: maximumInterval, tolerance: tolerance,
+            stepsToConfirm: steps,
+            fillsMissedSteps: fill, strideThreshold: stride)
+    }
+
+    private func feed(_ gate: inout CadenceGate, _ times: [Double]) -> [Int64] {
+        var steps: [Int64] = []
+        for t in times { gate.peak(at: Int64((t * 1e9).rounded())) { steps.append($0) } }
+        return steps
+    }
+
+    @Test func holdsStepsBackUntilConfirmedThenCreditsThemInOrder() {
+        var g = gate(steps: 6)
+        let times = (0..<5).map { Double($0) * 0.5 }
+        #expect(feed(&g, times).isEmpty)
+        #expect(g.state == .confirming(count: 5))
+        let credited = feed(&g, [2.5])
+        #expect(credited == (0...5).map { Int64(Double($0) * 0.5 * 1e9) })
+        #expect(g.state == .walking)
+        #expect(abs(g.stepPeriod - 0.5) < 1e-9)
+        #expect(feed(&g, [3.0, 3.52]) == [3_000_000_000, 3_520_000_000])
+    }
+
+    @Test func randomPeaksRarelyConfirm() {
+        // Peaks at random times (2 a second on average, at least 0.3 s apart) for ten minutes:
+        // chance rhythms exist, but only a few short runs may pass an 8-peak gate.
+        var g = gate(steps: 8)
+        var state: UInt64 = 12345
+        var t = 0.0
+        var times: [Double] = []
+        while t < 600 {
+            times.append(t)
+            state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+            let u = Double(state >> 11) * 0x1p-53
+            t += 0.3 - 0.5 * log(1 - u)
+        }
+        let counted = feed(&g, times).count
+        #expect(counted < times.count / 20, "\(counted) of \(times.count) random peaks counted")
+    }
+
+    @Test func anAlternatingRhythmIsAnAsymmetricGait() {
+        // Intervals alternating 0.35 / 0.9 s are periodic by stride: the gate accepts them.
+        var g = gate(steps: 4)
+        var t = 0.0
+        var times: [Double] = []
+        for i in 0..<12 {
+            times.append(t)
+            t += i % 2 == 0 ? 0.35 : 0.9
+        }
+        #expect(feed(&g, times).count == 12)
+    }
+
+    @Test func anAsymmetricGaitConfirmsByComparingTheSameFoot() {
+        // Left 0.66 s, right 0.42 s: consecutive intervals differ by 57 %, same-foot ones not at all.
+        var g = gate(steps: 8, tolerance: 0.3)
+        var t = 0.0
+        var times: [Double] = []
+        for i in 0..<20 {
+            times.append(t)
+            t += i % 2 == 0 ? 0.66 : 0.42
+        }
+        #expect(feed(&g, times).count == 20)
+    }
+
+    @Test func anEchoBetweenStepsIsSkipped() {
+        var g = gate(steps: 4)
+        #expect(feed(&g, [0, 0.5, 1.0, 1.5]).count == 4)
+        // An echo 0.32 s after a step, then steps resume on the beat.
+        #expect(feed(&g, [1.82, 2.0, 2.5]) == [2_000_000_000, 2_500_000_000])
+    }
+
+    @Test func aMissedStepIsFilledAndAPauseEndsTheWalk() {
+        var g = gate(steps: 4)
+        _ = feed(&g, [0, 0.5, 1.0, 1.5])
+        #expect(feed(&g, [2.5]) == [2_000_000_000, 2_500_000_000])
+        #expect(g.state == .walking)
+        #expect(feed(&g, [6.0]).isEmpty)
+        #expect(g.state != .walking)
+    }
+
+    @Test func withoutFillingAMissedStepEndsTheWalk() {
+        var g = gate(steps: 4, fill: false)
+        _ = feed(&g, [0, 0.5, 1.0, 1.5])
+        #expect(feed(&g, [2.5]).isEmpty)
+    }
+
+    @Test func aSlowRhythmCountsAsStrides() {
+        // One peak every 1.1 s (arm swing at the wrist): two steps per peak.
+        var g = gate(steps: 4, maximumInterval: 1.3, stride: 0.95)
+        let steps = feed(&g, (0..<10).map { Double($0) * 1.1 })
+        #expect(steps.count == 19)
+        #expect(steps == steps.sorted())
+    }
+
+    @Test func resetDropsHeldSteps() {
+        var g = gate(steps: 4)
+        _ = feed(&g, [0, 0.5, 1.0])
+        g.reset()
+        #expect(g.state == .still)
+        #expect(feed(&g, [1.5]).isEmpty)
+    }
+}

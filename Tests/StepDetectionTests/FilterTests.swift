@@ -1,0 +1,167 @@
+import Testing
+
+@testable import StepDetection
+
+@Suite("Biquad filters")
+struct BiquadTests {
+    @Test(arguments: [0.5, 2.0, 3.0])
+    func lowPassIsMinusThreeDecibelsAtItsCutoff(cutoff: Double) {
+        let filter = Biquad.lowPass(cutoff: cutoff, sampleRate: 25)
+        #expect(abs(filter.gain(at: cutoff, sampleRate: 25) - 0.5.squareRoot()) < 1e-3)
+        #expect(abs(filter.gain(at: 0, sampleRate: 25) - 1) < 1e-4)
+        #expect(filter.gain(at: 12, sampleRate: 25) < 0.05)
+    }
+
+    @Test func highPassBlocksGravity() {
+        var filter = Biquad.highPass(cutoff: 0.6, sampleRate: 25)
+        #expect(filter.gain(at: 0, sampleRate: 25) < 1e-6)
+        #expect(abs(filter.gain(at: 0.6, sampleRate: 25) - 0.5.squareRoot()) < 1e-3)
+        var last: Float = 1
+        for _ in 0..<500 { last = filter.process(1) }  // a constant 1 g settles to 0
+        #expect(abs(last) < 1e-3)
+    }
+
+    @Test func lowPassPassesAConstant() {
+        var filter = Biquad.lowPass(cutoff: 2, sampleRate: 25)
+        var last: Float = 0
+        for _ in 0..<200 { last = filter.process(0.5) }
+        #expect(abs(last - 0.5) < 1e-4)
+    }
+
+    @Test func resetForgetsHistory() {
+        var filter = Biquad.lowPass(cutoff: 2, sampleRate: 25)
+        let fresh = filter
+        for _ in 0..<10 { _ = filter.process(1) }
+        filter.reset()
+        #expect(filter == fresh)
+    }
+
+    @Test func chainedRunsStagesInOrder() {
+        var chain = Chained(
+            Biquad.highPass(cutoff: 0.6, sampleRate: 25), Biquad.lowPass(cutoff: 2, sampleRate: 25))
+        var hp = Biquad.highPass(cutoff: 0.6, sampleRate: 25)
+        var lp = Biquad.lowPass(cutoff: 2, sampleRate: 25)
+        for i in 0..<50 {
+            let x = Float(i % 7) * 0.1
+            #expect(chain.process(x) == lp.process(hp.process(x)))
+        }
+    }
+
+    @Test func elementaryFunctionsMatchKnownValues() {
+        #expect(abs(elementaryExp(1) - 2.718_281_828_459_045) < 1e-14)
+        #expect(abs(elementaryExp(-3.5) - 0.030_197_383_422_318_5) < 1e-15)
+        #expect(abs(elementaryTan(Double.pi / 4) - 1) < 1e-14)
+        let (s, c) = elementarySinCos(2)
+        #expect(abs(s - 0.909_297_426_825_681_7) < 1e-14)
+        #expect(abs(c + 0.416_146_836_547_142_4) < 1e-14)
+        let (s2, c2) = elementarySinCos(-7.5)
+        #expect(abs(s2 - -0.937_999_976_774_738_9) < 1e-13)
+        #expect(abs(c2 - 0.346_635_317_835_025_8) < 1e-13)
+    }
+}
+
+@Suite("Resampler")
+struct ResamplerTests {
+    private func run(_ resampler: inout Resampler, _ input: [(Int64, Float)]) -> [Resampler.Event] {
+        var events: [Resampler.Event] = []
+        for (t, v) in input { resampler.push(time: t, value: v) { events.append($0) } }
+        return events
+    }
+
+    @Test func constantInputGivesConstantOutputOnTheGrid() {
+        var r = Resampler(rate: 25, maximumGap: 1)
+        // Irregular input, 3–17 ms apart, always 1.0.
+        var t: Int64 = 1_000_000_000
+        var input: [(Int64, Float)] = []
+        for i in 0..<500 {
+            input.append((t, 1))
+            t += Int64(3_000_000 + (i * 7919 % 14) * 1_000_000)
+        }
+        let events = run(&r, input)
+        var times: [Int64] = []
+        for case .value(let v, let time) in events {
+            #expect(abs(v - 1) < 1e-6)
+            times.append(time)
+        }
+        #expect(times.count > 100)
+        for (a, b) in zip(times, times.dropFirst()) { #expect(b - a == 40_000_000) }
+    }
+
+    @Test func averagesALinearRampExactly() {
+        var r = Resampler(rate: 10, maximumGap: 1)
+        // v = t (in seconds), sampled every 30 ms: the mean over [0.1k, 0.1k+0.1] is 0.1k + 0.05.
+        let input = (0..<100).map { (Int64($0) * 30_000_000, Float($0) * 0.03) }
+        let events = run(&r, input)
+        var k = 0
+        for case .value(let v, let time) in events {
+            #expect(abs(v - (Float(k) * 0.1 + 0.05)) < 1e-4)
+            #expect(time == Int64(k) * 100_000_000 + 50_000_000)
+            k += 1
+        }
+        #expect(k == 29)
+    }
+
+    @Test func downsamplingRemovesAFastOscillation() {
+        // 400 Hz samples of a 100 Hz tone average to ~0 over each 40 ms period.
+        var r = Resampler(rate: 25, maximumGap: 1)
+        let input = (0..<4000).map { i -> (Int64, Float) in
+            (Int64(i) * 2_500_000, [0, 1, 0, -1][i % 4])
+        }
+        for case .value(let v, _) in run(&r, input) { #expect(abs(v) < 0.02) }
+    }
+
+    @Test func aGapOrABackwardStepIsADiscontinuity() {
+        var r = Resampler(rate: 25, maximumGap: 0.5)
+        let events = run(
+            &r, [(0, 1), (40_000_000, 1), (2_000_000_000, 1), (1_000_000_000, 1), (1_040_000_000, 1)])
+        #expect(events.filter { $0 == .discontinuity }.count == 2)
+        // Nothing is interpolated across the gap: 1 value before, 1 after the backward restart.
+        #expect(events.count == 4)
+    }
+
+    @Test func equalTimestampsDoNotDivideByZero() {
+        var r = Resampler(rate: 25, maximumGap: 1)
+        let events = run(&r, [(0, 1), (0, 2), (0, 3), (80_000_000, 3)])
+        for case .value(let v, _) in events { #expect(v.isFinite) }
+        #expect(events.count == 2)
+    }
+}
+
+@Suite("Peak detector")
+struct PeakDetectorTests {
+    @Test func oneSineCycleIsOnePeak() {
+        var detector = PeakDetector(
+            sampleRate: 25, envelopeTime: 1.5, ratio: 0.7, minimumHeight: 0.05, separation: 0.3)
+        var peaks: [PeakDetector.Peak] = []
+        for i in 0..<(25 * 20) {
+            let t = Double(i) / 25
+            let (s, _) = elementarySinCos(2 * Double.pi * 1.5 * t)
+            if let p = detector.process(Float(0.3 * s), time: Int64(t * 1e9)) { peaks.append(p) }
+        }
+        #expect(peaks.count >= 29 && peaks.count <= 30)
+        for p in peaks { #expect(abs(p.height - 0.3) < 0.02) }
+    }
+
+    @Test func signalsBelowTheActivityGateGiveNoPeaks() {
+        var detector = PeakDetector(
+            sampleRate: 25, envelopeTime: 1.5, ratio: 0.7, minimumHeight: 0.05, separation: 0.3)
+        var count = 0
+        for i in 0..<1000 {
+            let (s, _) = elementarySinCos(Double(i) * 0.4)
+            if detector.process(Float(0.02 * s), time: Int64(i) * 40_000_000) != nil { count += 1 }
+        }
+        #expect(count == 0)
+    }
+
+    @Test func ofTwoCloseCrestsOnlyTheHigherIsReported() {
+        var detector = PeakDetector(
+            sampleRate: 25, envelopeTime: 1.5, ratio: 0, minimumHeight: 0.05, separation: 0.3)
+        // Crests 0.12 s apart (0.2 then 0.5), then silence.
+        let signal: [Float] = [0, 0.1, 0.2, 0.05, 0.3, 0.5, 0.2, 0, -0.1, 0, 0, 0, 0, 0, 0, 0, 0, 0]
+        var peaks: [PeakDetector.Peak] = []
+        for (i, y) in signal.enumerated() {
+            if let p = detector.process(y, time: Int64(i) * 40_000_000) { peaks.append(p) }
+        }
+        #expect(peaks == [PeakDetector.Peak(time: 5 * 40_000_000, height: 0.5)])
+    }
+}

@@ -1,0 +1,148 @@
+import Foundation
+import StepGateTestSupport
+import Testing
+
+@testable import StepDetection
+
+/// Synthetic walks built here, in the test, so the detector's own code cannot shape them.
+private func walk(
+    steps: Int, cadence: Double = 1.8, rate: Double = 100, jitter: Double = 0.02, amplitude: Double = 0.25,
+    stillBefore: Double = 3, stillAfter: Double = 3, start: Int64 = 5_000_000_000, seed: UInt64 = 7
+) -> [AccelerationSample] {
+    var state = seed
+    func unit() -> Double {
+        state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+        return Double(state >> 11) * 0x1p-53
+    }
+    let duration = stillBefore + Double(steps) / cadence + stillAfter
+    return (0..<Int(duration * rate)).map { i in
+        let t = (Double(i) + jitter * (unit() - 0.5)) / rate
+        var v = 0.01 * (unit() - 0.5)
+        let phase = (t - stillBefore) * cadence
+        if phase >= 0 && phase < Double(steps) {
+            v += amplitude * (Int(phase) % 2 == 0 ? 1 : 0.8) * -cos(2 * Double.pi * phase)
+        }
+        return AccelerationSample(
+            timestamp: start + Int64(t * 1e9), x: 0.02, y: Float(0.1 * v), z: Float(1 + v))
+    }
+}
+
+@Suite("Step detector")
+struct StepDetectorTests {
+    @Test(arguments: [(100.0, 0.02), (12.5, 0.25), (400.0, 0.3), (50.0, 0.0)])
+    func countsASyntheticWalkAtAnyRate(rate: Double, jitter: Double) {
+        let n = StepDetector.countSteps(in: walk(steps: 120, rate: rate, jitter: jitter))
+        #expect(abs(n - 120) <= 2, "counted \(n) at \(rate) Hz")
+    }
+
+    @Test(arguments: [1.3, 1.8, 2.4])
+    func countsAcrossTheWalkingCadences(cadence: Double) {
+        let n = StepDetector.countSteps(in: walk(steps: 100, cadence: cadence))
+        #expect(abs(n - 100) <= 2, "counted \(n) at \(cadence) steps/s")
+    }
+
+    @Test func countsNothingWhenStill() {
+        #expect(StepDetector.countSteps(in: walk(steps: 0, stillBefore: 60, stillAfter: 0)) == 0)
+    }
+
+    @Test func aShortBoutBelowTheConfirmationCountIsNotCounted() {
+        #expect(StepDetector.countSteps(in: walk(steps: 5)) == 0)
+    }
+
+    @Test func weakShakingBelowTheActivityGateIsNotCounted() {
+        #expect(StepDetector.countSteps(in: walk(steps: 100, amplitude: 0.02)) == 0)
+    }
+
+    @Test func eventsAreInOrderWithConsecutiveCountsAndNeverInTheFuture() {
+        var detector = StepDetector()
+        var events: [StepEvent] = []
+        for sample in walk(steps: 60) {
+            detector.process(sample) { event in
+                #expect(event.timestamp <= sample.timestamp)
+                events.append(event)
+            }
+        }
+        #expect(events.map(\.count) == Array(1...events.count))
+        #expect(events.map(\.timestamp) == events.map(\.timestamp).sorted())
+        #expect(detector.count == events.count)
+    }
+
+    @Test func aLongGapRestartsTheDetector() {
+        // Two walks of 40 steps separated by a 10 s hole in the data.
+        let first = walk(steps: 40, stillAfter: 0)
+        let second = walk(steps: 40, stillBefore: 0, start: first.last!.timestamp + 10_000_000_000)
+        let n = StepDetector.countSteps(in: first + second)
+        #expect(abs(n - 80) <= 4)
+    }
+
+    @Test func copiesAreIndependent() {
+        let samples = walk(steps: 50)
+        var a = StepDetector()
+        a.process(samples.prefix(samples.count / 2)) { _ in }
+        var b = a
+        a.process(samples.suffix(from: samples.count / 2)) { _ in }
+        b.process(samples.suffix(from: samples.count / 2)) { _ in }
+        #expect(a.count == b.count)
+    }
+}
+
+@Suite("Detector configuration")
+struct DetectorConfigurationTests {
+    @Test func roundTripsThroughJSON() throws {
+        var configuration = DetectorConfiguration()
+        configuration.minimumPeak = 0.07
+        configuration.stepsToConfirm = 10
+        configuration.fillMissedSteps = false
+        let data = try JSONEncoder().encode(configuration)
+        #expect(try JSONDecoder().decode(DetectorConfiguration.self, from: data) == configuration)
+    }
+
+    @Test func absentKeysTakeTheirDefaults() throws {
+        let decoded = try JSONDecoder().decode(
+            DetectorConfiguration.self, from: Data(#"{"minimumPeak": 0.1}"#.utf8))
+        var expected = DetectorConfiguration()
+        expected.minimumPeak = 0.1
+        #expect(decoded == expected)
+    }
+
+    @Test func rejectsUnknownKeys() {
+        #expect(throws: DecodingError.self) {
+            try JSONDecoder().decode(DetectorConfiguration.self, from: Data(#"{"minimumPeek": 0.1}"#.utf8))
+        }
+    }
+
+    @Test func everyKeyIsEncoded() throws {
+        let data = try JSONEncoder().encode(DetectorConfiguration())
+        let object = try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
+        #expect(Set(object.keys) == Set(DetectorConfiguration.keys))
+    }
+
+    @Test(arguments: [
+        ("sampleRate", 2.0), ("lowPassCutoff", 20.0), ("highPassCutoff", -1.0), ("minimumStepInterval", 5.0),
+        ("regularityTolerance", 2.0), ("minimumPeak", Double.nan),
+    ])
+    func validationNamesTheBadKey(key: String, value: Double) {
+        var c = DetectorConfiguration()
+        switch key {
+        case "sampleRate": c.sampleRate = value
+        case "lowPassCutoff": c.lowPassCutoff = value
+        case "highPassCutoff": c.highPassCutoff = value
+        case "minimumStepInterval": c.minimumStepInterval = value
+        case "regularityTolerance": c.regularityTolerance = value
+        default: c.minimumPeak = value
+        }
+        let error = #expect(throws: ConfigurationError.self) { try c.validate() }
+        #expect(error?.key == key)
+    }
+
+    @Test func theDefaultsAreValid() throws {
+        try DetectorConfiguration().validate()
+        #expect(DetectorConfiguration().stepsToConfirm <= CadenceGate.maximumHeldSteps)
+    }
+
+    @Test func theExampleFileMatchesTheDefaults() throws {
+        let url = Fixtures.samples.appendingPathComponent("detector.example.json")
+        let decoded = try JSONDecoder().decode(DetectorConfiguration.self, from: Data(contentsOf: url))
+        #expect(decoded == DetectorConfiguration())
+    }
+}

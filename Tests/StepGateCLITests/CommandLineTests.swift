@@ -1,0 +1,185 @@
+import Foundation
+import StepGateTestSupport
+import Testing
+
+/// End-to-end tests: run the built `stepgate` and check output, messages and exit status.
+@Suite("stepgate command line")
+struct CommandLineTests {
+    private func stepgate(_ arguments: String...) throws -> ProcessResult {
+        try runProcess(Fixtures.stepgateExecutable, arguments)
+    }
+
+    private func sample(_ name: String) -> String { Fixtures.samples.appendingPathComponent(name).path }
+
+    private func temporaryFile(_ name: String, _ contents: String) throws -> String {
+        let folder = try Fixtures.temporaryFolder()
+        let url = folder.appendingPathComponent(name)
+        try contents.write(to: url, atomically: true, encoding: .utf8)
+        return url.path
+    }
+
+    @Test func helpAndVersionExitZero() throws {
+        let help = try stepgate("--help")
+        #expect(help.status == 0)
+        #expect(help.standardOutput.contains("USAGE: stepgate <subcommand>"))
+        for name in ["replay", "eval", "config", "bench"] {
+            #expect(help.standardOutput.contains("  \(name) "))
+            let sub = try stepgate(name, "--help")
+            #expect(sub.status == 0)
+            #expect(sub.standardOutput.contains("USAGE: stepgate \(name)"))
+            #expect(try stepgate("help", name).standardOutput == sub.standardOutput)
+        }
+        let version = try stepgate("--version")
+        #expect(version.status == 0)
+        #expect(version.standardOutput.hasPrefix("0."))
+    }
+
+    @Test(arguments: [
+        (["frobnicate"], "unknown subcommand 'frobnicate'"),
+        (["replay"], "missing expected argument '<file>...'"),
+        (["replay", "--frob", "x.csv"], "unknown option '--frob'"),
+        (["replay", "x.csv", "--format"], "missing value for '--format <format>'"),
+        (["replay", "x.csv", "--format", "xls"], "invalid value 'xls' for '--format'"),
+        (["replay", "x.csv", "--units", "furlongs"], "invalid value 'furlongs' for '--units'"),
+        (["eval"], "missing expected argument '<set>...'"),
+        (["config", "a", "b"], "unexpected argument 'b'"),
+        (["bench", "--samples", "10"], "invalid value '10' for '--samples'"),
+    ])
+    func usageErrorsExit64WithUsage(arguments: [String], message: String) throws {
+        let result = try runProcess(Fixtures.stepgateExecutable, arguments)
+        #expect(result.status == 64)
+        #expect(result.standardError.contains("Error: \(message)"), "\(result.standardError)")
+        #expect(result.standardError.contains("Usage: stepgate"))
+        #expect(result.standardOutput.isEmpty)
+    }
+
+    @Test func replayCountsTheSamplesAndPrintsATotal() throws {
+        let result = try stepgate("replay", sample("walk-wrist-100.csv"), sample("drive-wrist-0.csv"))
+        #expect(result.status == 0)
+        let lines = result.standardOutput.split(separator: "\n")
+        #expect(lines.count == 3)
+        #expect(lines[0].contains("walk-wrist-100.csv"))
+        #expect(lines[0].contains("bangle"))
+        #expect(lines[2].hasPrefix("total"))
+    }
+
+    @Test func replayJSONAndEventsAreValidJSONLines() throws {
+        let result = try stepgate("replay", "--json", "--events", sample("walk-wrist-100.csv"))
+        #expect(result.status == 0)
+        var steps: [[String: Any]] = []
+        var files: [[String: Any]] = []
+        var total: [String: Any]?
+        for line in result.standardOutput.split(separator: "\n") {
+            let object = try #require(
+                try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
+            if object["time_s"] != nil {
+                steps.append(object)
+            } else if object["total_steps"] != nil {
+                total = object
+            } else {
+                files.append(object)
+            }
+        }
+        #expect(files.count == 1)
+        let counted = try #require(files.first?["steps"] as? Int)
+        #expect(steps.count == counted)
+        #expect(steps.map { $0["count"] as? Int } == (1...counted).map { $0 })
+        let times = steps.compactMap { $0["time_s"] as? Double }
+        #expect(times == times.sorted())
+        #expect((times.first ?? -1) >= 0 && (times.last ?? 1000) <= 80)
+        #expect(total?["total_steps"] as? Int == counted)
+    }
+
+    @Test func aMalformedRowNamesFileLineAndColumn() throws {
+        let path = try temporaryFile("bad.csv", "time_s,x_g,y_g,z_g\n0.00,0,0,1\n0.01,0,abc,1\n")
+        let result = try stepgate("replay", path)
+        #expect(result.status == 1)
+        #expect(result.standardError.contains("bad.csv:3"), "\(result.standardError)")
+        #expect(result.standardError.contains("abc"))
+        #expect(!result.standardError.contains("Usage:"))
+    }
+
+    @Test func skipBadRowsReportsWhatItSkipped() throws {
+        var text = "time_s,x_g,y_g,z_g\n"
+        for i in 0..<100 { text += "\(Double(i) / 100),0,0,1\n" }
+        text += "1.00,0,abc,1\n1.01,0,0\n"
+        let path = try temporaryFile("skip.csv", text)
+        let result = try stepgate("replay", "--skip-bad-rows", path)
+        #expect(result.status == 0)
+        #expect(result.standardError.contains("2 rows skipped"), "\(result.standardError)")
+        #expect(result.standardOutput.contains("100 samples"))
+    }
+
+    @Test func aMissingFileIsAnErrorNotAUsageError() throws {
+        let result = try stepgate("replay", "/nonexistent/walk.csv")
+        #expect(result.status == 1)
+        #expect(result.standardError.contains("/nonexistent/walk.csv"))
+    }
+
+    @Test func evalScoresTheSampleManifest() throws {
+        let result = try stepgate("eval", "--json", sample("manifest.csv"))
+        #expect(result.status == 0)
+        let lines = result.standardOutput.split(separator: "\n")
+        #expect(lines.count == 4)
+        let summary = try #require(
+            try JSONSerialization.jsonObject(with: Data(lines[3].utf8)) as? [String: Any])
+        #expect(summary["walks"] as? Int == 2)
+        #expect(summary["walk_mape_percent"] is Double)
+        #expect(summary["false_steps_per_hour"] is Double)
+    }
+
+    @Test func evalOverAFolderReadsTheTruthFromNames() throws {
+        let result = try stepgate("eval", Fixtures.samples.path)
+        #expect(result.status == 0)
+        #expect(result.standardOutput.contains("walk-wrist-100.csv"))
+        #expect(result.standardOutput.contains("walks MAPE"))
+        #expect(result.standardError.contains("manifest.csv: not scored"))
+    }
+
+    @Test func configPrintsTheExampleAndRejectsBadFiles() throws {
+        let printed = try stepgate("config")
+        #expect(printed.status == 0)
+        let example = try String(
+            contentsOf: Fixtures.samples.appendingPathComponent("detector.example.json"), encoding: .utf8)
+        #expect(
+            printed.standardOutput.trimmingCharacters(in: .whitespacesAndNewlines)
+                == example.trimmingCharacters(in: .whitespacesAndNewlines))
+        let cases = [
+            (#"{"minimumPeek": 0.1}"#, "unknown key 'minimumPeek'"),
+            (#"{"detector": {"minimumPeak": "high"}}"#, "'detector.minimumPeak': expected a number"),
+            (#"{"minimumPeak": 100}"#, "'minimumPeak': expected g in 0...8, found 100.0"),
+            (#"{"minimumPeak": "#, "not valid JSON"),
+            ("[1, 2]", "expected a JSON object"),
+        ]
+        for (text, message) in cases {
+            let path = try temporaryFile("c.json", text)
+            let result = try stepgate("config", path)
+            #expect(result.status == 1)
+            #expect(result.standardError.contains(message), "\(result.standardError)")
+            let replay = try stepgate("replay", "--config", path, sample("walk-wrist-100.csv"))
+            #expect(replay.status == 1)
+        }
+    }
+
+    @Test func aConfigurationChangesTheCount() throws {
+        let path = try temporaryFile("strict.json", #"{"minimumPeak": 2}"#)
+        let result = try stepgate("replay", "--json", "--config", path, sample("walk-wrist-100.csv"))
+        #expect(result.status == 0)
+        #expect(result.standardOutput.contains(#""steps":0"#))
+    }
+
+    @Test func benchPrintsEveryFigure() throws {
+        let result = try stepgate(
+            "bench", "--json", "--samples", "20000", "--repeat", "1", sample("walk-wrist-100.csv"))
+        #expect(result.status == 0)
+        let line = try #require(result.standardOutput.split(separator: "\n").last)
+        let figures = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
+        for key in [
+            "detector_ns_per_sample_100hz", "detector_ns_per_sample_12_5hz", "replay_in_process_ms",
+            "replay_whole_process_ms",
+        ] {
+            #expect((figures[key] as? Double ?? 0) > 0, "\(key)")
+        }
+        #expect((figures["csv_parse_mb_per_s"] as? [String: Any])?.count == 1)
+    }
+}

@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Installs the Debian packages StepGate needs to build and test, only those missing.
+# Idempotent; needs root (or sudo) only when something is missing.
+set -euo pipefail
+
+packages=()  # Debian packages the build and the tests need (none yet beyond the Swift toolchain).
+
+missing=()
+for p in "${packages[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ "${#missing[@]}" -gt 0 ]; then
+    sudo=""
+    [ "$(id -u)" -eq 0 ] || sudo="sudo"
+    echo "installing: ${missing[*]}" >&2
+    $sudo apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}"
+fi
+if ! command -v swift >/dev/null 2>&1; then
+    echo "error: no 'swift' on PATH; install Swift 6.3 from swift.org first" >&2
+    exit 1
+fi
