@@ -186,13 +186,7 @@ public struct RecordingReader: Sendable {
     /// longer than the buffer: throws, or (skipping bad rows) drops it.
     @inline(never)
     private mutating func refill() throws(RecordingError) {
-        if !isKnownUniquelyReferenced(&buffer) { buffer = buffer.copy() }
-        if start > 0 {
-            let pending = end - start
-            if pending > 0 { memmove(buffer.pointer, buffer.pointer + start, pending) }
-            start = 0
-            end = pending
-        }
+        compact()
         if end == buffer.capacity {
             let error = RecordingError(
                 kind: .lineTooLong, path: path, line: line + 1,
@@ -208,6 +202,32 @@ public struct RecordingReader: Sendable {
         } else {
             end += n
             sourceOffset += n
+        }
+    }
+
+    /// Makes the buffer ours (copy-on-write) and moves unread bytes to its front.
+    private mutating func compact() {
+        if !isKnownUniquelyReferenced(&buffer) { buffer = buffer.copy() }
+        if start > 0 {
+            let pending = end - start
+            if pending > 0 { memmove(buffer.pointer, buffer.pointer + start, pending) }
+            start = 0
+            end = pending
+        }
+    }
+
+    /// Reads until the buffer is full or the source is exhausted (once, before sampling rows).
+    private mutating func fillBuffer() throws(RecordingError) {
+        compact()
+        while !sourceExhausted && end < buffer.capacity {
+            let n = try source.readChunk(
+                into: buffer.pointer + end, count: buffer.capacity - end, at: sourceOffset, path: path)
+            if n == 0 {
+                sourceExhausted = true
+            } else {
+                end += n
+                sourceOffset += n
+            }
         }
     }
 
@@ -270,6 +290,8 @@ public struct RecordingReader: Sendable {
         }
         format = detected.format
         layout = detected.layout
+        // Sample the first rows from a full buffer, however the source delivers its bytes.
+        try fillBuffer()
 
         // Sensor Logger: `time` damaged by Excel ("1,70136286270131E+018") → seconds_elapsed.
         if let secondsColumn = detected.secondsElapsedColumn,
