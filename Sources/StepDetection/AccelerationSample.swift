@@ -24,7 +24,7 @@ public struct AccelerationSample: Sendable, Hashable {
     }
 
     /// The Euclidean norm of the acceleration vector, in g.
-    @inlinable
+    @inlinable @inline(__always)
     public var magnitude: Float { (x * x + y * y + z * z).squareRoot() }
 }
 

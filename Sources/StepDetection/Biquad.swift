@@ -55,7 +55,7 @@ public struct Biquad: SignalStage, Sendable, Equatable {
         return ((nr * nr + ni * ni) / (dr * dr + di * di)).squareRoot()
     }
 
-    @inlinable
+    @inlinable @inline(__always)
     public mutating func process(_ x: Float) -> Float {
         let y = b0 * x + s1
         s1 = b1 * x - a1 * y + s2

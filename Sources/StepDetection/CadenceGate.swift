@@ -2,17 +2,21 @@
 ///
 /// Walking is regular; car bumps, typing and gestures are not. The gate keeps the most recent
 /// peaks and, for each new one, the longest *rhythmic chain* ending at it: a sequence of earlier
-/// peaks, each a plausible step interval after the one before, every interval within
-/// `tolerance` of the chain's mean interval or of the interval two links back (left and right
-/// steps often differ, so the same foot is the fairer comparison). Peaks that fit no chain —
-/// echoes of a footfall, a bump — are simply left out of it. When a chain reaches
-/// `stepsToConfirm` peaks the walk is confirmed and its peaks are credited all at once.
+/// peaks, each a plausible interval after the one before, every interval within `tolerance` of
+/// the chain's mean interval or of the interval two links back (left and right steps often
+/// differ, so the same foot is the fairer comparison), with at most `maximumSkipped` peaks left
+/// out between two links (an echo of a footfall, the weaker step at the wrist) and, when
+/// `amplitudeRatio` is set, heights that stay within that ratio of each other. When a chain
+/// reaches `stepsToConfirm` peaks the walk is confirmed and its peaks not yet counted are
+/// credited all at once.
 ///
-/// While walking, the gate follows the step period (the mean of the last two intervals, half a
-/// stride). A peak that arrives about one period after the last step is the next step; one at
-/// about two periods is a step whose partner faded below the threshold and counts as two when
-/// `fillsMissedSteps` is set; earlier peaks are echoes and are skipped; a longer pause ends the
-/// walk.
+/// At confirmation the gate decides whether the chain has one peak per step or one per stride
+/// (two steps): a chain slower than `strideThreshold` cannot be a walking step rhythm, and a
+/// signal that correlates with itself at half the chain's period (`halfPeriodCorrelation`)
+/// shows that the peaks skip every other step. From then on it follows the *step* period: a
+/// peak about n step periods after the last counted one brings n steps (n up to 2, or 4 when
+/// striding, with `fillsMissedSteps`), placed evenly; earlier peaks are echoes and are skipped;
+/// a longer pause ends the walk.
 public struct CadenceGate: Sendable {
     /// The largest `stepsToConfirm` the gate supports.
     public static let maximumHeldSteps = 16
@@ -33,42 +37,57 @@ public struct CadenceGate: Sendable {
     @usableFromInline let tolerance: Double
     @usableFromInline let stepsToConfirm: Int
     @usableFromInline let fillsMissedSteps: Bool
-    /// A walk whose peak period is at least this long, in nanoseconds, has one peak per stride.
+    /// A chain whose peak period is at least this long, in nanoseconds, has one peak per stride.
     @usableFromInline let strideThreshold: Int64
+    @usableFromInline let maximumSkipped: Int
+    @usableFromInline let amplitudeRatio: Float
+    /// Whether a chain may bridge one missing peak (an interval of two chain periods).
+    @usableFromInline let bridgesGaps: Bool
+    @usableFromInline let periodCorrelation: Float
+    @usableFromInline let halfPeriodCorrelation: Float
     /// Whether the current walk has one peak per stride (two steps per peak).
     @usableFromInline var striding = false
 
     // Ring of recent peaks, indexed by peak number modulo `capacity`.
     @usableFromInline var times = InlineArray<64, Int64>(repeating: 0)
+    @usableFromInline var heights = InlineArray<64, Float>(repeating: 0)
     /// Length of the longest rhythmic chain ending at the peak.
     @usableFromInline var chainLength = InlineArray<64, Int32>(repeating: 0)
     /// Peak number of the previous link of that chain (−1 when none).
     @usableFromInline var previous = InlineArray<64, Int>(repeating: -1)
     /// Sum of the chain's intervals, in nanoseconds.
     @usableFromInline var chainSpan = InlineArray<64, Int64>(repeating: 0)
+    /// How many chain periods the link into the peak spans (2: a peak in between is missing).
+    @usableFromInline var linkUnits = InlineArray<64, Int32>(repeating: 1)
     /// Number of peaks seen since the last reset.
     @usableFromInline var peakCount = 0
     @usableFromInline var bestChain: Int32 = 0
 
     @usableFromInline var walking = false
-    /// Time of the last counted step and the last two intervals, in nanoseconds.
+    /// Time of the last counted step, in nanoseconds.
     @usableFromInline var lastStep: Int64 = 0
-    @usableFromInline var interval1: Int64 = 0
-    @usableFromInline var interval2: Int64 = 0
+    /// Steps at or before this time have been counted.
+    @usableFromInline var creditedUntil: Int64 = .min
     /// The step period followed while walking, in nanoseconds.
     @usableFromInline var period: Double = 0
 
     /// - Parameters:
-    ///   - minimumInterval: Shortest step interval, in seconds.
-    ///   - maximumInterval: Longest step interval that continues a walk, in seconds.
+    ///   - minimumInterval: Shortest interval between two peaks of a chain, in seconds.
+    ///   - maximumInterval: Longest interval between two peaks of a chain, in seconds.
     ///   - tolerance: Allowed relative difference between comparable intervals.
     ///   - stepsToConfirm: Rhythmic peaks needed before counting starts, 2...16.
     ///   - fillsMissedSteps: Whether an interval of about two periods counts as two steps.
     ///   - strideThreshold: A rhythm slower than this, in seconds, is one peak per stride.
+    ///   - maximumSkipped: Most peaks left out between two links of a chain.
+    ///   - amplitudeRatio: Largest ratio of the heights of two linked peaks; 0 for any.
     public init(
         minimumInterval: Double, maximumInterval: Double, tolerance: Double, stepsToConfirm: Int,
-        fillsMissedSteps: Bool, strideThreshold: Double
+        fillsMissedSteps: Bool, strideThreshold: Double, maximumSkipped: Int = 63, amplitudeRatio: Double = 0,
+        periodCorrelation: Double = -1, halfPeriodCorrelation: Double = 2
     ) {
+        self.periodCorrelation = Float(periodCorrelation)
+        self.bridgesGaps = fillsMissedSteps
+        self.halfPeriodCorrelation = Float(halfPeriodCorrelation)
         self.strideThreshold = Int64(strideThreshold * 1e9)
         precondition(
             stepsToConfirm >= 2 && stepsToConfirm <= Self.maximumHeldSteps, "stepsToConfirm out of range")
@@ -77,6 +96,8 @@ public struct CadenceGate: Sendable {
         self.tolerance = tolerance
         self.stepsToConfirm = stepsToConfirm
         self.fillsMissedSteps = fillsMissedSteps
+        self.maximumSkipped = maximumSkipped
+        self.amplitudeRatio = Float(amplitudeRatio)
     }
 
     /// The gate's state.
@@ -94,54 +115,75 @@ public struct CadenceGate: Sendable {
     /// Feeds one peak; calls `emit` with the time of every step it confirms (held-back steps
     /// first, in order).
     ///
+    /// - Parameters:
+    ///   - time: The peak's time, in nanoseconds.
+    ///   - height: The peak's height, in g.
+    ///   - history: The recent filtered signal, for the periodicity tests.
     /// - Complexity: O(1): at most 64 recent peaks are examined; no allocation.
     @inlinable
-    public mutating func peak(at time: Int64, _ emit: (Int64) -> Void) {
+    public mutating func peak(
+        at time: Int64, height: Float = 1, history: borrowing SignalHistory,
+        _ emit: (Int64) -> Void
+    ) {
         if walking {
             let d = Double(time &- lastStep)
             let p = period
-            if (near(d, p) || near(d, Double(interval2))) && time &- lastStep <= maximumInterval {
-                if striding { emit(lastStep &+ (time &- lastStep) / 2) }
+            let n = (d / p).rounded()
+            let most: Double = fillsMissedSteps ? (striding ? 4 : 2) : (striding ? 2 : 1)
+            if n >= 1 && n <= most && abs(d - n * p) <= tolerance * p {
+                let steps = Int(n)
+                let base = lastStep
+                let span = time &- lastStep
+                var k = 1
+                while k < steps {
+                    emit(base &+ span * Int64(k) / Int64(steps))
+                    k &+= 1
+                }
                 emit(time)
-                period += 0.25 * (0.5 * (d + Double(interval1)) - p)
-                advance(to: time)
-            } else if fillsMissedSteps && !striding && abs(d - 2 * p) <= tolerance * p
-                && time &- lastStep <= 2 &* maximumInterval
-            {
-                emit(lastStep &+ (time &- lastStep) / 2)
-                lastStep &+= (time &- lastStep) / 2
-                interval1 = Int64(p)
-                emit(time)
-                advance(to: time)
-            } else if d >= p {
+                period += 0.25 * (d / n - p)
+                lastStep = time
+                creditedUntil = time
+                // A step period too slow for walking, or a signal that repeats at half of it:
+                // the peaks come once a stride.
+                var halve = period >= Double(strideThreshold)
+                if !halve && !striding && halfPeriodCorrelation <= 1 {
+                    halve = history.correlation(atLag: Int64(period * 0.5)) >= halfPeriodCorrelation
+                }
+                if halve {
+                    period *= 0.5
+                    striding = true
+                }
+            } else if d > (most + tolerance) * p {
                 walking = false
             }
+            // Otherwise an echo or a stray peak: skipped.
         }
-        link(time)
+        link(time, height)
         if !walking && bestChain >= stepsToConfirm {
-            confirm(emit)
+            confirm(history, emit)
         }
     }
 
     /// Records a peak and the longest rhythmic chain ending at it.
     @inlinable
-    mutating func link(_ time: Int64) {
+    mutating func link(_ time: Int64, _ height: Float) {
         let index = peakCount
         let slot = index % Self.capacity
         var bestLength: Int32 = 1
         var bestPrevious = -1
         var bestSpan: Int64 = 0
+        var bestUnits: Int32 = 1
         var k = index &- 1
-        let oldest = max(0, index &- Self.capacity &+ 1)
+        let oldest = max(0, index &- Self.capacity &+ 1, index &- 1 &- maximumSkipped)
         while k >= oldest {
             let s = k % Self.capacity
             let d = time &- times[s]
             if d > maximumInterval { break }
             if d >= minimumInterval {
                 let length = chainLength[s]
-                let fits: Bool
-                if length <= 2 {
-                    // One interval says nothing about asymmetry yet: any plausible one fits.
+                var fits: Bool
+                var units: Int32 = 1
+                if length <= 1 {
                     fits = true
                 } else {
                     let mean = Double(chainSpan[s]) / Double(length &- 1)
@@ -149,63 +191,89 @@ public struct CadenceGate: Sendable {
                     let p = previous[s]
                     let pp = p >= oldest ? previous[p % Self.capacity] : -1
                     let twoBack =
-                        pp >= oldest ? Double(times[p % Self.capacity] &- times[pp % Self.capacity]) : 0
+                        pp >= oldest && linkUnits[p % Self.capacity] == 1
+                        ? Double(times[p % Self.capacity] &- times[pp % Self.capacity]) : 0
                     fits = near(Double(d), mean) || near(Double(d), twoBack)
+                    if !fits && bridgesGaps && abs(Double(d) - 2 * mean) <= tolerance * mean {
+                        // One peak of the rhythm missing (the weaker step faded).
+                        fits = true
+                        units = 2
+                    }
                 }
-                if fits && length &+ 1 > bestLength {
-                    bestLength = length &+ 1
+                if fits && amplitudeRatio > 0 {
+                    let h = heights[s]
+                    fits = height <= amplitudeRatio * h && h <= amplitudeRatio * height
+                }
+                if fits && length &+ units > bestLength {
+                    bestLength = length &+ units
                     bestPrevious = k
                     bestSpan = chainSpan[s] &+ d
+                    bestUnits = units
                 }
             }
             k &-= 1
         }
         times[slot] = time
+        heights[slot] = height
         chainLength[slot] = bestLength
         previous[slot] = bestPrevious
         chainSpan[slot] = bestSpan
+        linkUnits[slot] = bestUnits
         peakCount &+= 1
         bestChain = bestLength
     }
 
-    /// Credits the chain ending at the newest peak and starts walking.
+    /// Credits the uncounted peaks of the chain ending at the newest peak and starts walking.
     @inlinable
-    mutating func confirm(_ emit: (Int64) -> Void) {
+    mutating func confirm(_ history: borrowing SignalHistory, _ emit: (Int64) -> Void) {
         let newest = peakCount &- 1
-        let length = Int(chainLength[newest % Self.capacity])
-        var members = InlineArray<16, Int64>(repeating: 0)
+        let slot = newest % Self.capacity
+        let length = Int(chainLength[slot])
+        let chainPeriod = Double(chainSpan[slot]) / Double(max(1, length &- 1))
+        // Same-foot periodicity: one chain period, or two when the peaks are steps (left and
+        // right steps often differ, the stride always repeats).
+        if history.correlation(atLag: Int64(chainPeriod)) < periodCorrelation {
+            if history.correlation(atLag: Int64(chainPeriod * 2)) < periodCorrelation { return }
+        }
+        striding = chainPeriod >= Double(strideThreshold)
+        if !striding {
+            striding = history.correlation(atLag: Int64(chainPeriod * 0.5)) >= halfPeriodCorrelation
+        }
+        var members = InlineArray<64, Int64>(repeating: 0)
+        var units = InlineArray<64, Int32>(repeating: 1)
         var k = newest
         var n = 0
         let oldest = max(0, peakCount &- Self.capacity)
-        while k >= oldest && n < length && n < 16 {
-            members[n] = times[k % Self.capacity]
+        // Newest first; one more (already counted or the chain's start) for the first interval.
+        while k >= oldest && n < 64 {
+            let t = times[k % Self.capacity]
+            members[n] = t
+            units[n] = linkUnits[k % Self.capacity]
             n &+= 1
+            if t <= creditedUntil { break }
             k = previous[k % Self.capacity]
         }
-        striding =
-            Double(chainSpan[newest % Self.capacity]) / Double(max(1, length &- 1)) >= Double(strideThreshold)
         var i = n
         while i > 0 {
             i &-= 1
-            if striding && i < n &- 1 { emit(members[i &+ 1] &+ (members[i] &- members[i &+ 1]) / 2) }
-            emit(members[i])
+            let t = members[i]
+            if i < n &- 1 {
+                // Steps between two members: one per chain period, two when striding.
+                let steps = Int64(units[i]) * (striding ? 2 : 1)
+                let t0 = members[i &+ 1]
+                var j: Int64 = 1
+                while j < steps {
+                    let mid = t0 &+ (t &- t0) * j / steps
+                    if mid > creditedUntil { emit(mid) }
+                    j &+= 1
+                }
+            }
+            if t > creditedUntil { emit(t) }
         }
-        period = Double(chainSpan[newest % Self.capacity]) / Double(max(1, length &- 1))
+        period = striding ? chainPeriod / 2 : chainPeriod
         lastStep = members[0]
-        interval1 = n > 1 ? members[0] &- members[1] : 0
-        interval2 = n > 2 ? members[1] &- members[2] : 0
+        creditedUntil = members[0]
         walking = true
-        // The credited chain must not be credited again.
-        chainLength[newest % Self.capacity] = 1
-        chainSpan[newest % Self.capacity] = 0
-        bestChain = 1
-    }
-
-    @usableFromInline
-    mutating func advance(to time: Int64) {
-        interval2 = interval1
-        interval1 = time &- lastStep
-        lastStep = time
     }
 
     /// Forgets all history; unconfirmed peaks are dropped.
@@ -213,8 +281,7 @@ public struct CadenceGate: Sendable {
         walking = false
         peakCount = 0
         bestChain = 0
-        interval1 = 0
-        interval2 = 0
         period = 0
+        creditedUntil = .min
     }
 }

@@ -20,24 +20,42 @@ public struct DetectorConfiguration: Sendable, Hashable, Codable {
     /// A peak must rise above this multiple of the running RMS of the filtered signal.
     public var peakThreshold: Double = 0.7
     /// A peak must also rise above this absolute height, in g (the activity gate).
-    public var minimumPeak: Double = 0.05
+    public var minimumPeak: Double = 0.06
     /// Shortest plausible interval between two steps, in seconds (a cadence of 3.3 steps/s); also the
     /// window within which only the highest of several peaks is kept.
     public var minimumStepInterval: Double = 0.3
-    /// Longest interval between two steps that still continues a walk, in seconds.
-    public var maximumStepInterval: Double = 1.0
+    /// Longest interval between two peaks of a rhythmic chain, in seconds: a slow step, or a
+    /// stride when the peaks come once per stride (at the wrist).
+    public var maximumStepInterval: Double = 1.3
     /// How much an interval may differ, as a fraction, from the one one or two steps back and
     /// still count as rhythmic.
     public var regularityTolerance: Double = 0.3
-    /// How many rhythmic steps in a row confirm a walk; they are then credited all at once.
+    /// How many rhythmic steps (chain periods; one missing peak may be bridged) confirm a walk;
+    /// the chain's steps are then credited all at once.
     public var stepsToConfirm: Int = 8
     /// While walking, an interval of about two step periods counts as two steps (the weaker
-    /// foot's peak faded below the threshold).
+    /// foot's peak faded below the threshold); a confirming chain may bridge one such gap.
     public var fillMissedSteps: Bool = true
     /// A rhythm of peaks slower than this, in seconds, is taken as one peak per stride (two
     /// steps), as at the wrist, where the arm swing can dominate the footfalls. Human walking
     /// cadence rarely falls below about 70 steps a minute (0.85 s a step).
-    public var strideThreshold: Double = 0.95
+    public var strideThreshold: Double = 0.9
+    /// Most peaks a rhythmic chain may leave out between two of its links (echoes of a footfall,
+    /// the weaker step at the wrist). Random bumps need many left out to look rhythmic.
+    public var maximumSkippedPeaks: Int = 63
+    /// Largest ratio between the heights of two linked peaks of a chain; 0 accepts any.
+    public var amplitudeRatio: Double = 0
+    /// A chain of peaks confirms a walk only if the filtered signal over the last
+    /// `correlationWindow` correlates at least this much (normalised autocorrelation, −1...1)
+    /// with itself one chain period or two chain periods earlier: walking repeats stride after
+    /// stride, bumps in a car do not.
+    public var periodCorrelation: Double = 0.5
+    /// A rhythm whose filtered signal correlates at least this much with itself at half the
+    /// peak period has one peak per stride (the peaks skip every other step).
+    public var halfPeriodCorrelation: Double = 0.4
+    /// Length of signal, in seconds, over which those correlations are measured (at most 6.4 s
+    /// at the default rate: the history holds 256 internal samples, and the lag needs room too).
+    public var correlationWindow: Double = 4
 
     /// The defaults.
     public init() {}
@@ -84,6 +102,24 @@ public struct DetectorConfiguration: Sendable, Hashable, Codable {
             strideThreshold.isFinite && strideThreshold > minimumStepInterval, "strideThreshold",
             "seconds above minimumStepInterval", strideThreshold)
         try check(
+            maximumSkippedPeaks >= 0 && maximumSkippedPeaks <= 63, "maximumSkippedPeaks", "a count in 0...63",
+            maximumSkippedPeaks)
+        try check(
+            amplitudeRatio.isFinite && (amplitudeRatio == 0 || amplitudeRatio >= 1), "amplitudeRatio",
+            "0 (off) or a ratio of at least 1", amplitudeRatio)
+        try check(
+            periodCorrelation.isFinite && periodCorrelation >= -1 && periodCorrelation <= 1,
+            "periodCorrelation", "a correlation in -1...1", periodCorrelation)
+        try check(
+            halfPeriodCorrelation.isFinite && halfPeriodCorrelation >= -1 && halfPeriodCorrelation <= 2,
+            "halfPeriodCorrelation", "a correlation in -1...1 (above 1: off)", halfPeriodCorrelation)
+        try check(
+            correlationWindow.isFinite && correlationWindow * sampleRate >= 4
+                && correlationWindow * sampleRate + 2 * maximumStepInterval * sampleRate <= 512,
+            "correlationWindow",
+            "seconds, at least 4 samples, and with two maximumStepInterval lags at most 512 samples",
+            correlationWindow)
+        try check(
             stepsToConfirm >= 2 && stepsToConfirm <= CadenceGate.maximumHeldSteps, "stepsToConfirm",
             "a count in 2...\(CadenceGate.maximumHeldSteps)", stepsToConfirm)
     }
@@ -111,7 +147,8 @@ extension DetectorConfiguration {
     private enum Key: String, CodingKey, CaseIterable {
         case sampleRate, maximumGap, highPassCutoff, lowPassCutoff, envelopeTime, peakThreshold
         case minimumPeak, minimumStepInterval, maximumStepInterval, regularityTolerance
-        case stepsToConfirm, fillMissedSteps, strideThreshold
+        case stepsToConfirm, fillMissedSteps, strideThreshold, maximumSkippedPeaks, amplitudeRatio
+        case periodCorrelation, halfPeriodCorrelation, correlationWindow
     }
 
     private struct AnyKey: CodingKey {
@@ -150,6 +187,15 @@ extension DetectorConfiguration {
         d.stepsToConfirm = try c.decodeIfPresent(Int.self, forKey: .stepsToConfirm) ?? d.stepsToConfirm
         d.fillMissedSteps = try c.decodeIfPresent(Bool.self, forKey: .fillMissedSteps) ?? d.fillMissedSteps
         d.strideThreshold = try c.decodeIfPresent(Double.self, forKey: .strideThreshold) ?? d.strideThreshold
+        d.maximumSkippedPeaks =
+            try c.decodeIfPresent(Int.self, forKey: .maximumSkippedPeaks) ?? d.maximumSkippedPeaks
+        d.amplitudeRatio = try c.decodeIfPresent(Double.self, forKey: .amplitudeRatio) ?? d.amplitudeRatio
+        d.periodCorrelation =
+            try c.decodeIfPresent(Double.self, forKey: .periodCorrelation) ?? d.periodCorrelation
+        d.halfPeriodCorrelation =
+            try c.decodeIfPresent(Double.self, forKey: .halfPeriodCorrelation) ?? d.halfPeriodCorrelation
+        d.correlationWindow =
+            try c.decodeIfPresent(Double.self, forKey: .correlationWindow) ?? d.correlationWindow
         self = d
     }
 
@@ -168,5 +214,10 @@ extension DetectorConfiguration {
         try c.encode(stepsToConfirm, forKey: .stepsToConfirm)
         try c.encode(fillMissedSteps, forKey: .fillMissedSteps)
         try c.encode(strideThreshold, forKey: .strideThreshold)
+        try c.encode(maximumSkippedPeaks, forKey: .maximumSkippedPeaks)
+        try c.encode(amplitudeRatio, forKey: .amplitudeRatio)
+        try c.encode(periodCorrelation, forKey: .periodCorrelation)
+        try c.encode(halfPeriodCorrelation, forKey: .halfPeriodCorrelation)
+        try c.encode(correlationWindow, forKey: .correlationWindow)
     }
 }

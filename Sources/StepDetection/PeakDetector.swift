@@ -53,7 +53,7 @@ public struct PeakDetector: Sendable, Equatable {
     /// and no higher peak followed within the separation.
     ///
     /// - Complexity: O(1), no allocation.
-    @inlinable
+    @inlinable @inline(__always)
     public mutating func process(_ y: Float, time: Int64) -> Peak? {
         var result: Peak?
         if let p = pending, time &- p.time >= separation {

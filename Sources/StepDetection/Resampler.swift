@@ -5,6 +5,9 @@
 /// and a jittery 12.5 Hz watch log is interpolated up, by the same rule. A gap longer than
 /// `maximumGap`, or a timestamp that goes backwards, is not bridged: the resampler reports a
 /// discontinuity and starts a new timeline at the next sample.
+///
+/// Feed a sample with ``add(time:value:)``, then drain the periods it completed with
+/// ``nextValue()``. No closures and no allocation, so the per-sample path stays cheap.
 public struct Resampler: Sendable, Equatable {
     /// Output period, in nanoseconds.
     public let period: Int64
@@ -18,6 +21,11 @@ public struct Resampler: Sendable, Equatable {
     @usableFromInline var binEnd: Int64 = 0
     /// Integral of the input over the current period so far, in value × nanoseconds.
     @usableFromInline var accumulated: Double = 0
+    // The segment being drained: from (segmentTime, segmentValue) to (lastTime, lastValue).
+    @usableFromInline var segmentTime: Int64 = 0
+    @usableFromInline var segmentValue: Double = 0
+    @usableFromInline var slope: Double = 0
+    @usableFromInline var draining = false
 
     /// A resampler to `rate` hertz that bridges gaps up to `maximumGap` seconds.
     public init(rate: Double, maximumGap: Double) {
@@ -25,7 +33,73 @@ public struct Resampler: Sendable, Equatable {
         self.maximumGap = Int64((maximumGap * 1e9).rounded())
     }
 
-    /// What one input sample produced.
+    /// A completed output period: the mean value and the time of the period's centre.
+    public struct Tick: Sendable, Equatable {
+        public var value: Float
+        public var time: Int64
+
+        @inlinable
+        public init(value: Float, time: Int64) {
+            self.value = value
+            self.time = time
+        }
+    }
+
+    /// Feeds one input sample. Returns `false` when the timeline broke before it (a gap or a
+    /// backward step): forget history downstream. Then call ``nextValue()`` until it returns
+    /// `nil`.
+    ///
+    /// - Complexity: O(1), no allocation.
+    @inlinable @inline(__always)
+    public mutating func add(time: Int64, value: Float) -> Bool {
+        let v = Double(value)
+        guard hasLast else {
+            start(time: time, value: v)
+            return true
+        }
+        let span = time &- lastTime
+        if span < 0 || span > maximumGap {
+            start(time: time, value: v)
+            return false
+        }
+        if time < binEnd {
+            // The common case at high input rates: the segment stays inside the current period.
+            accumulated += Double(span) * 0.5 * (lastValue + v)
+            lastTime = time
+            lastValue = v
+            return true
+        }
+        slope = (v - lastValue) / Double(span)
+        segmentTime = lastTime
+        segmentValue = lastValue
+        lastTime = time
+        lastValue = v
+        draining = true
+        return true
+    }
+
+    /// The next output period completed by the last sample, or `nil` when there are no more.
+    ///
+    /// - Complexity: O(1), no allocation.
+    @inlinable @inline(__always)
+    public mutating func nextValue() -> Tick? {
+        guard draining else { return nil }
+        if binEnd <= lastTime {
+            let v1 = segmentValue + slope * Double(binEnd &- segmentTime)
+            accumulated += Double(binEnd &- segmentTime) * 0.5 * (segmentValue + v1)
+            let tick = Tick(value: Float(accumulated / Double(period)), time: binEnd &- period / 2)
+            accumulated = 0
+            segmentTime = binEnd
+            segmentValue = v1
+            binEnd &+= period
+            return tick
+        }
+        accumulated += Double(lastTime &- segmentTime) * 0.5 * (segmentValue + lastValue)
+        draining = false
+        return nil
+    }
+
+    /// What one input sample produced, for ``push(time:value:_:)``.
     public enum Event: Sendable, Equatable {
         /// One output value, the mean over the period centred on `time`.
         case value(Float, time: Int64)
@@ -33,41 +107,12 @@ public struct Resampler: Sendable, Equatable {
         case discontinuity
     }
 
-    /// Feeds one input sample; calls `emit` for each completed output period.
-    ///
-    /// - Complexity: O(1) per output period, no allocation.
+    /// Feeds one input sample and calls `emit` for a discontinuity and for each completed
+    /// output period: ``add(time:value:)`` and ``nextValue()`` in one call.
     @inlinable
     public mutating func push(time: Int64, value: Float, _ emit: (Event) -> Void) {
-        let v = Double(value)
-        guard hasLast else {
-            start(time: time, value: v)
-            return
-        }
-        let span = time &- lastTime
-        if span < 0 || span > maximumGap {
-            emit(.discontinuity)
-            start(time: time, value: v)
-            return
-        }
-        if span == 0 {
-            lastValue = v
-            return
-        }
-        let slope = (v - lastValue) / Double(span)
-        var t0 = lastTime
-        var v0 = lastValue
-        while binEnd <= time {
-            let v1 = v0 + slope * Double(binEnd &- t0)
-            accumulated += Double(binEnd &- t0) * 0.5 * (v0 + v1)
-            emit(.value(Float(accumulated / Double(period)), time: binEnd &- period / 2))
-            accumulated = 0
-            t0 = binEnd
-            v0 = v1
-            binEnd &+= period
-        }
-        accumulated += Double(time &- t0) * 0.5 * (v0 + v)
-        lastTime = time
-        lastValue = v
+        if !add(time: time, value: value) { emit(.discontinuity) }
+        while let tick = nextValue() { emit(.value(tick.value, time: tick.time)) }
     }
 
     @usableFromInline
@@ -77,11 +122,13 @@ public struct Resampler: Sendable, Equatable {
         lastValue = value
         binEnd = time &+ period
         accumulated = 0
+        draining = false
     }
 
     /// Forgets all history.
     public mutating func reset() {
         hasLast = false
         accumulated = 0
+        draining = false
     }
 }

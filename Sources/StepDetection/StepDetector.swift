@@ -39,6 +39,8 @@ public struct StepDetector: Sendable {
     @usableFromInline var needsOffset = true
     @usableFromInline var stepCount = 0
     @usableFromInline var lastFiltered: Float = 0
+    /// Recent filtered values, for the gate's periodicity tests.
+    @usableFromInline var history: SignalHistory
 
     /// Steps counted so far.
     public var count: Int { stepCount }
@@ -56,6 +58,7 @@ public struct StepDetector: Sendable {
         }
         self.configuration = configuration
         let fs = configuration.sampleRate
+        history = SignalHistory(sampleRate: fs, window: configuration.correlationWindow)
         resampler = Resampler(rate: fs, maximumGap: configuration.maximumGap)
         highPass = .highPass(cutoff: configuration.highPassCutoff, sampleRate: fs)
         lowPass = .lowPass(cutoff: configuration.lowPassCutoff, sampleRate: fs)
@@ -66,7 +69,10 @@ public struct StepDetector: Sendable {
             minimumInterval: configuration.minimumStepInterval,
             maximumInterval: configuration.maximumStepInterval,
             tolerance: configuration.regularityTolerance, stepsToConfirm: configuration.stepsToConfirm,
-            fillsMissedSteps: configuration.fillMissedSteps, strideThreshold: configuration.strideThreshold)
+            fillsMissedSteps: configuration.fillMissedSteps, strideThreshold: configuration.strideThreshold,
+            maximumSkipped: configuration.maximumSkippedPeaks, amplitudeRatio: configuration.amplitudeRatio,
+            periodCorrelation: configuration.periodCorrelation,
+            halfPeriodCorrelation: configuration.halfPeriodCorrelation)
     }
 
     /// The cadence gate's state: still, confirming a run, or walking.
@@ -84,18 +90,24 @@ public struct StepDetector: Sendable {
     /// ``DetectorConfiguration/maximumGap`` or a backward timestamp restarts detection.
     ///
     /// - Complexity: O(1) amortised per sample, no allocation.
-    @inlinable
+    @inlinable @inline(__always)
     public mutating func process(_ sample: AccelerationSample, _ onStep: (StepEvent) -> Void) {
-        var resampler = self.resampler
-        resampler.push(time: sample.timestamp, value: sample.magnitude) { event in
-            switch event {
-            case .discontinuity:
-                restartFilters()
-            case .value(let magnitude, let time):
-                step(magnitude: magnitude, time: time, onStep)
-            }
-        }
-        self.resampler = resampler
+        if !resampler.add(time: sample.timestamp, value: sample.magnitude) { restartFilters() }
+        while let tick = resampler.nextValue() { step(magnitude: tick.value, time: tick.time, onStep) }
+    }
+
+    /// Feeds the samples of a buffer, in order.
+    @inlinable
+    public mutating func process(
+        _ samples: UnsafeBufferPointer<AccelerationSample>, _ onStep: (StepEvent) -> Void
+    ) {
+        for i in samples.indices { process(samples[i], onStep) }
+    }
+
+    /// Feeds the samples of an array, in order.
+    @inlinable
+    public mutating func process(_ samples: [AccelerationSample], _ onStep: (StepEvent) -> Void) {
+        samples.withUnsafeBufferPointer { process($0, onStep) }
     }
 
     /// Feeds many samples.
@@ -105,7 +117,7 @@ public struct StepDetector: Sendable {
         for sample in samples { process(sample, onStep) }
     }
 
-    @inlinable
+    @inlinable @inline(__always)
     mutating func step(magnitude: Float, time: Int64, _ onStep: (StepEvent) -> Void) {
         if needsOffset {
             offset = magnitude
@@ -113,11 +125,14 @@ public struct StepDetector: Sendable {
         }
         let y = lowPass.process(highPass.process(magnitude - offset))
         lastFiltered = y
+        history.append(y)
         if let peak = peaks.process(y, time: time) {
-            gate.peak(at: peak.time) { stepTime in
-                stepCount += 1
-                onStep(StepEvent(timestamp: stepTime, count: stepCount))
+            var count = stepCount
+            gate.peak(at: peak.time, height: peak.height, history: history) { stepTime in
+                count &+= 1
+                onStep(StepEvent(timestamp: stepTime, count: count))
             }
+            stepCount = count
         }
     }
 
@@ -128,15 +143,27 @@ public struct StepDetector: Sendable {
         peaks.reset()
         gate.reset()
         needsOffset = true
+        history.reset()
     }
 
     /// Counts the steps in `samples` with a fresh detector.
+    @inlinable
+    public static func countSteps(
+        in samples: [AccelerationSample], configuration: DetectorConfiguration = DetectorConfiguration()
+    ) -> Int {
+        var detector = StepDetector(configuration: configuration)
+        detector.process(samples) { _ in }
+        return detector.count
+    }
+
+    /// Counts the steps in `samples` with a fresh detector.
+    @inlinable
     public static func countSteps(
         in samples: some Sequence<AccelerationSample>,
         configuration: DetectorConfiguration = DetectorConfiguration()
     ) -> Int {
         var detector = StepDetector(configuration: configuration)
-        detector.process(samples) { _ in }
+        for sample in samples { detector.process(sample) { _ in } }
         return detector.count
     }
 }

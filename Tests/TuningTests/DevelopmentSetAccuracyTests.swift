@@ -7,11 +7,13 @@ import Testing
 @testable import Tuning
 
 /// Accuracy of the default detector on the labelled development recordings in
-/// `../shared/data`: a regression guard at the figures the current detector reaches (see the
-/// README's accuracy table), not the product targets, which are tracked in `stepgate eval`.
+/// `../shared/data`, against the product targets: walks MAPE ≤ 3 %, every placement ≤ 6 %,
+/// ≤ 10 false steps per hour on no-walk logs, long wrist walks within 3 %. The 3,070-step walk
+/// is the one target not met yet (−6.3 %); its bound is the measured figure, so a regression
+/// still fails.
 @Suite(.enabled(if: Fixtures.sharedDataAvailable, "../shared/data is not present"))
 struct DevelopmentSetAccuracyTests {
-    static func evaluate() throws -> EvaluationSummary {
+    static func evaluate() throws -> [EvaluationResult] {
         let manifest = Fixtures.sharedData.appendingPathComponent("manifest.csv")
         let recordings = try LabelledSet.manifest(
             text: String(contentsOf: manifest, encoding: .utf8), path: manifest.path)
@@ -25,17 +27,25 @@ struct DevelopmentSetAccuracyTests {
                     recording: recording, counted: summary.steps, hours: summary.duration / 3600,
                     samples: summary.samples))
         }
-        return EvaluationSummary(results)
+        return results
     }
 
-    @Test func defaultDetectorHoldsItsMeasuredAccuracy() throws {
-        let summary = try Self.evaluate()
+    @Test func defaultDetectorMeetsTheAccuracyTargets() throws {
+        let results = try Self.evaluate()
+        let summary = EvaluationSummary(results)
         let mape = try #require(summary.walkMAPE)
         let falsePerHour = try #require(summary.falseStepsPerHour)
-        #expect(mape <= 6.5, "walks MAPE \(mape) %")
-        #expect(falsePerHour <= 26, "false steps per hour \(falsePerHour)")
-        for placement in summary.placements where placement.placement != "wrist" {
+        #expect(mape <= 3, "walks MAPE \(mape) %")
+        #expect(falsePerHour <= 10, "false steps per hour \(falsePerHour)")
+        for placement in summary.placements {
             #expect(placement.mape <= 6, "\(placement.placement): \(placement.mape) %")
+        }
+        let long = results.filter { $0.recording.truth >= 3000 }
+        #expect(long.count == 2)
+        for result in long {
+            let error = abs(try #require(result.percentError))
+            let bound = result.recording.truth == 3070 ? 7.0 : 3.0
+            #expect(error <= bound, "\(result.recording.name): \(error) %")
         }
     }
 }
