@@ -13,6 +13,8 @@ let package = Package(
         .target(name: "StepDetection", linkerSettings: [.linkedLibrary("m")]),
         // Readers: recorded CSV walks (and, later, IIO devices).
         .target(name: "SensorInput", dependencies: ["StepDetection"]),
+        // The shared unlock policy: pure engine, config, versioned state (Foundation only).
+        .target(name: "UnlockPolicy"),
         // The imperative shell: one file per subcommand.
         .target(name: "StepGateCLI", dependencies: ["StepDetection", "SensorInput"]),
         .executableTarget(name: "stepgate", dependencies: ["StepGateCLI"]),
@@ -21,6 +23,7 @@ let package = Package(
         // Tests
         .testTarget(name: "StepDetectionTests", dependencies: ["StepDetection", "StepGateTestSupport"]),
         .testTarget(name: "SensorInputTests", dependencies: ["SensorInput", "StepGateTestSupport"]),
+        .testTarget(name: "UnlockPolicyTests", dependencies: ["UnlockPolicy"], resources: [.copy("Scenarios")]),
         .testTarget(
             name: "StepGateCLITests",
             dependencies: ["StepGateCLI", "StepGateTestSupport", "stepgate"]
