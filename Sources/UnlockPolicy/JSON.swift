@@ -432,6 +432,9 @@ struct JSONObjectReader {
         }
     }
 
+    /// Whether the key is present, even with a `null` value.
+    func has(_ key: String) -> Bool { members[key] != nil }
+
     func value(_ key: String) -> JSONValue? {
         guard let value = members[key] else { return nil }
         if case .null = value { return nil }

@@ -72,7 +72,7 @@ public struct ScenarioRunner {
     private mutating func runParsed(_ value: JSONValue, lineNumber: Int) throws(JSONPathError) -> [String] {
         let r = try JSONObjectReader(value, path: "")
         try r.rejectUnknownKeys(allowed: ["at", "after", "note"] + Self.actions)
-        let present = Self.actions.filter { r.value($0) != nil }
+        let present = Self.actions.filter { r.has($0) }
         guard present.count == 1, let action = present.first else {
             throw JSONPathError(
                 path: "", message: "expected exactly one action (\(Self.actions.joined(separator: ", ")))")
