@@ -29,9 +29,12 @@ public struct PolicyEngine: Sendable {
     private var lastWake: Int64?
     private var lastWakeBoot = ""
     private var retryAt: Int64?
+    /// While the daily cap refuses a store's gate: the next local midnight (recheck from then).
+    private var capBlockedUntil: [String: Int64] = [:]
     private var pendingReasons: [String: (reason: String, until: Int64?)] = [:]
     private var notices: [PolicyNotice] = []
-    private var now = Instant(wallMillis: 0, monoMillis: 0, bootID: "")
+    private var bootID = ""
+    private var mono: Int64 = 0
     private var wall: Int64 = 0
 
     private struct DesiredStore: Sendable, Equatable {
@@ -112,7 +115,7 @@ public struct PolicyEngine: Sendable {
                 applied[store] = nil
                 shieldsDirty = true
                 skipReconcile = true
-                retryAt = now.monoMillis + Self.retryDelay
+                retryAt = mono + Self.retryDelay
                 addProblem("shield for \(store) failed: \(reason); retrying")
                 notices.append(
                     PolicyNotice(kind: .shieldFailed, store: store, reason: "\(reason); retrying on the next tick"))
@@ -135,11 +138,10 @@ public struct PolicyEngine: Sendable {
             effects.append(.persist(state))
             dirty = false
         }
-        if let wake = nextWake(), wake != lastWake || now.bootID != lastWakeBoot {
+        if let wake = nextWake(), wake != lastWake || bootID != lastWakeBoot {
             lastWake = wake
-            lastWakeBoot = now.bootID
-            effects.append(
-                .wakeUp(at: dateFromMillis(wall + wake - now.monoMillis), monotonic: .milliseconds(wake)))
+            lastWakeBoot = bootID
+            effects.append(.wakeUp(at: dateFromMillis(wall + wake - mono), monotonic: .milliseconds(wake)))
         }
         if !notices.isEmpty {
             for notice in notices { effects.append(.notify(notice)) }
@@ -163,11 +165,12 @@ public struct PolicyEngine: Sendable {
         let m = instant.monoMillis
         if let last = state.lastSeen {
             if last.bootID == instant.bootID {
-                let delta = max(0, m - last.monoMillis)
+                let delta = max(0, m - last.mono)
                 state.ledger += delta
-                let expected = last.wallMillis + delta
+                let expected = last.wall + delta
                 if abs(w - expected) > 1000 {
                     needsEvaluation = true
+                    capBlockedUntil.removeAll()
                     notices.append(
                         PolicyNotice(
                             kind: .clockJumped,
@@ -177,7 +180,7 @@ public struct PolicyEngine: Sendable {
             } else {
                 // A reboot: the boot clock restarted. Real time elapsed is at least the new boot's
                 // uptime; the wall clock is the only other evidence.
-                state.ledger += max(0, m, w - last.wallMillis)
+                state.ledger += max(0, m, w - last.wall)
                 needsEvaluation = true
                 applied.removeAll()
                 knownApplied.removeAll()
@@ -186,8 +189,14 @@ public struct PolicyEngine: Sendable {
         } else {
             needsEvaluation = true
         }
-        state.lastSeen = instant
-        now = instant
+        if state.lastSeen?.bootID == instant.bootID {
+            state.lastSeen?.wall = w
+            state.lastSeen?.mono = m
+        } else {
+            state.lastSeen = SeenClock(wall: w, mono: m, bootID: instant.bootID)
+        }
+        bootID = instant.bootID
+        mono = m
         wall = w
     }
 
@@ -207,6 +216,7 @@ public struct PolicyEngine: Sendable {
 
     private mutating func invalidateSchedules() {
         scheduleCacheUntil = .min
+        capBlockedUntil.removeAll()
         needsEvaluation = true
     }
 
@@ -408,11 +418,15 @@ public struct PolicyEngine: Sendable {
         for store in configuration.stores {
             let name = store.name
             if let gate = store.gate {
-                state.stores[name, default: StoreState()].gate.steps = min(
-                    (state.stores[name]?.gate.steps ?? 0) + n, 1_000_000_000_000)
+                let g = Self.addSteps(n, to: &state.stores[name, default: StoreState()].gate)
                 dirty = true
-                if let g = state.stores[name]?.gate { checkGate(store: name, gate: gate, state: g) }
+                let next = g.tier + 1 < gate.goals.count ? gate.goals[max(0, g.tier + 1)].steps : Int.max
+                let capped = g.tier == -2 && wall < capBlockedUntil[name] ?? .min
+                if g.steps >= next && !capped {
+                    checkGate(store: name, gate: gate, state: g)
+                }
             }
+            if activeOccurrences.isEmpty { continue }
             guard let active = activeOccurrences[name] else { continue }
             for o in active where state.skips[o.id] == nil {
                 guard let schedule = store.schedules.first(where: { $0.name == o.schedule }),
@@ -437,6 +451,11 @@ public struct PolicyEngine: Sendable {
                 state.stores[name]?.occurrences[o.id] = occ
             }
         }
+    }
+
+    private static func addSteps(_ n: Int, to gate: inout GateState) -> GateState {
+        gate.steps = min(gate.steps + n, 1_000_000_000_000)
+        return gate
     }
 
     private mutating func checkGate(store name: String, gate: GateConfiguration, state g: GateState) {
@@ -465,6 +484,8 @@ public struct PolicyEngine: Sendable {
                         reason: "daily unlock cap of \(cap) reached; steps keep counting for tomorrow"))
                 state.stores[name]?.gate.tier = -2
             }
+            let r = resolver(for: nil)
+            capBlockedUntil[name] = r.instant(local: (r.localDay(wall) + 1) * millisPerDay)
             return
         }
         state.stores[name]?.gate.window = TimedWindow(
@@ -734,7 +755,6 @@ public struct PolicyEngine: Sendable {
     // MARK: - Wake-ups
 
     private func nextWake() -> Int64? {
-        let mono = now.monoMillis
         var best: Int64?
         if nextLedgerEvent != .max && nextLedgerEvent != .min {
             best = mono + nextLedgerEvent - state.ledger

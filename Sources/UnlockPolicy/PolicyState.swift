@@ -20,6 +20,13 @@ struct TimedWindow: Sendable, Hashable {
     }
 }
 
+/// A clock reading in milliseconds.
+struct SeenClock: Sendable, Hashable {
+    var wall: Int64
+    var mono: Int64
+    var bootID: String
+}
+
 /// A moment recorded both on the wall clock and on the elapsed-time ledger.
 struct Stamp: Sendable, Hashable {
     var wall: Int64
@@ -77,8 +84,8 @@ public struct PolicyState: Sendable, Hashable {
     /// Elapsed time observed by the engine, in milliseconds: advances with the boot clock within
     /// a boot, and by the larger of the wall-clock gap and the new boot's uptime across a reboot.
     var ledger: Int64 = 0
-    /// The last clock reading the engine saw.
-    var lastSeen: Instant?
+    /// The last clock reading the engine saw (milliseconds).
+    var lastSeen: SeenClock?
     /// The system zone last reported by the shell.
     var systemZone: String?
     var stores: [String: StoreState] = [:]
@@ -202,7 +209,7 @@ extension PolicyState {
                 (
                     "lastSeen",
                     .object([
-                        ("wall", instant(lastSeen.wallMillis)), ("monotonicSeconds", seconds(lastSeen.monoMillis)),
+                        ("wall", instant(lastSeen.wall)), ("monotonicSeconds", seconds(lastSeen.mono)),
                         ("bootID", .string(lastSeen.bootID)),
                     ])
                 ))
@@ -265,8 +272,8 @@ extension PolicyState {
         state.ledger = try readSeconds(root, "elapsedSeconds")
         if let seen = try root.optionalObject("lastSeen") {
             try seen.rejectUnknownKeys(allowed: ["wall", "monotonicSeconds", "bootID"])
-            state.lastSeen = Instant(
-                wallMillis: try readInstant(seen, "wall"), monoMillis: try readSeconds(seen, "monotonicSeconds"),
+            state.lastSeen = SeenClock(
+                wall: try readInstant(seen, "wall"), mono: try readSeconds(seen, "monotonicSeconds"),
                 bootID: try seen.string("bootID"))
         }
         if let zone = try root.optionalString("systemTimeZone") {
