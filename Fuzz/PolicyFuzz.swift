@@ -14,7 +14,8 @@ public func policyFuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     if let configuration = try? PolicyConfiguration.parse(text) {
         // A configuration that parses drives an engine without trapping.
         var engine = PolicyEngine(configuration: configuration)
-        let now = Instant(wall: Date(timeIntervalSince1970: 1_740_819_600), monotonic: .seconds(5), bootID: "fuzz")
+        let now = Instant(
+            wall: Date(timeIntervalSince1970: 1_740_819_600), monotonic: .seconds(5), bootID: "fuzz")
         _ = engine.handle(.tick, at: now)
         _ = engine.handle(.steps(size), at: now)
     }

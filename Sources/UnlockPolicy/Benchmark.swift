@@ -11,12 +11,15 @@ public enum PolicyBenchmark {
     /// The configuration the workload runs against: a gate with graduated goals and a cap,
     /// a nightly schedule and a schedule with a step goal, in Europe/Berlin.
     public static var configuration: PolicyConfiguration {
-        let t = { (h: Int, m: Int) in TimeOfDay(hour: h, minute: m) ?? TimeOfDay(hour: 0, minute: 0).unsafelyUnwrapped }
+        let t = { (h: Int, m: Int) in
+            TimeOfDay(hour: h, minute: m) ?? TimeOfDay(hour: 0, minute: 0).unsafelyUnwrapped
+        }
         return PolicyConfiguration(
             timeZone: "Europe/Berlin",
             stores: [
                 StoreConfiguration(
-                    name: "games", selection: Selection(executables: ["/usr/bin/steam"], desktopCategories: ["Game"]),
+                    name: "games",
+                    selection: Selection(executables: ["/usr/bin/steam"], desktopCategories: ["Game"]),
                     gate: GateConfiguration(
                         goals: [GoalTier(steps: 1000, minutes: 30), GoalTier(steps: 2500, minutes: 60)],
                         dailyUnlockCap: 3),

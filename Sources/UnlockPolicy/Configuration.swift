@@ -180,7 +180,8 @@ extension PolicyConfiguration {
             throw JSONPathError(path: "emergency.perWeek", message: "must not be negative")
         }
         guard emergency.minutes >= 1 else {
-            throw JSONPathError(path: "emergency.minutes", message: "an unlock window must last at least a minute")
+            throw JSONPathError(
+                path: "emergency.minutes", message: "an unlock window must last at least a minute")
         }
         var scheduleNames: [String: String] = [:]
         var storeNames = Set<String>()
@@ -203,7 +204,8 @@ extension PolicyConfiguration {
                     }
                     guard tier.minutes >= 1 else {
                         throw JSONPathError(
-                            path: "\(tierPath).minutes", message: "an unlock window must last at least a minute")
+                            path: "\(tierPath).minutes",
+                            message: "an unlock window must last at least a minute")
                     }
                     if i > 0 {
                         let previous = gate.goals[i - 1]
@@ -222,11 +224,13 @@ extension PolicyConfiguration {
                 let sPath = "\(path).schedules[\(i)]"
                 guard isValidName(schedule.name) else {
                     throw JSONPathError(
-                        path: "\(sPath).name", message: "schedule names use letters, digits, '-', '_' and '.'")
+                        path: "\(sPath).name", message: "schedule names use letters, digits, '-', '_' and '.'"
+                    )
                 }
                 if let other = scheduleNames[schedule.name] {
                     throw JSONPathError(
-                        path: "\(sPath).name", message: "schedule \"\(schedule.name)\" is already defined in \(other)")
+                        path: "\(sPath).name",
+                        message: "schedule \"\(schedule.name)\" is already defined in \(other)")
                 }
                 scheduleNames[schedule.name] = sPath
                 guard !schedule.days.isEmpty else {
@@ -235,7 +239,8 @@ extension PolicyConfiguration {
                 guard schedule.start != schedule.end else {
                     throw JSONPathError(
                         path: "\(sPath).end",
-                        message: "start and end are both \(schedule.start): a window must last at least a minute")
+                        message:
+                            "start and end are both \(schedule.start): a window must last at least a minute")
                 }
                 if let zone = schedule.timeZone, let problem = timeZoneProblem(zone) {
                     throw JSONPathError(path: "\(sPath).timeZone", message: problem)
@@ -246,7 +251,8 @@ extension PolicyConfiguration {
                     }
                     if let minutes = goal.minutes, minutes < 1 {
                         throw JSONPathError(
-                            path: "\(sPath).goal.minutes", message: "an unlock window must last at least a minute")
+                            path: "\(sPath).goal.minutes",
+                            message: "an unlock window must last at least a minute")
                     }
                 }
             }
@@ -256,7 +262,11 @@ extension PolicyConfiguration {
 
 func isValidName(_ name: String) -> Bool {
     !name.isEmpty && name.count <= 64
-        && name.unicodeScalars.allSatisfy { $0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0) || "-_.".unicodeScalars.contains($0)) }
+        && name.unicodeScalars.allSatisfy {
+            $0.isASCII
+                && ($0.properties.isAlphabetic || ("0"..."9").contains($0)
+                    || "-_.".unicodeScalars.contains($0))
+        }
 }
 
 // MARK: - Parsing
@@ -345,7 +355,8 @@ extension PolicyConfiguration {
                 try tier.rejectUnknownKeys(allowed: ["steps", "minutes"])
                 goals.append(GoalTier(steps: try tier.int("steps"), minutes: try tier.int("minutes")))
             }
-            gate = GateConfiguration(goals: goals, dailyUnlockCap: try gateReader.optionalInt("dailyUnlockCap"))
+            gate = GateConfiguration(
+                goals: goals, dailyUnlockCap: try gateReader.optionalInt("dailyUnlockCap"))
         }
         var schedules: [ScheduleConfiguration] = []
         for (value, path) in try reader.array("schedules") {
@@ -354,12 +365,15 @@ extension PolicyConfiguration {
         return StoreConfiguration(name: name, selection: selection, gate: gate, schedules: schedules)
     }
 
-    static func parseSchedule(_ reader: JSONObjectReader) throws(PolicyConfigurationError) -> ScheduleConfiguration {
+    static func parseSchedule(_ reader: JSONObjectReader) throws(PolicyConfigurationError)
+        -> ScheduleConfiguration
+    {
         try reader.rejectUnknownKeys(allowed: ["name", "days", "start", "end", "timeZone", "goal"])
         func time(_ key: String) throws(PolicyConfigurationError) -> TimeOfDay {
             let text = try reader.string(key)
             guard let time = TimeOfDay(text) else {
-                throw JSONPathError(path: reader.childPath(key), message: "expected \"HH:MM\", found \"\(text)\"")
+                throw JSONPathError(
+                    path: reader.childPath(key), message: "expected \"HH:MM\", found \"\(text)\"")
             }
             return time
         }
@@ -370,7 +384,8 @@ extension PolicyConfiguration {
         var goal: ScheduleGoal?
         if let goalReader = try reader.optionalObject("goal") {
             try goalReader.rejectUnknownKeys(allowed: ["steps", "minutes"])
-            goal = ScheduleGoal(steps: try goalReader.int("steps"), minutes: try goalReader.optionalInt("minutes"))
+            goal = ScheduleGoal(
+                steps: try goalReader.int("steps"), minutes: try goalReader.optionalInt("minutes"))
         }
         return ScheduleConfiguration(
             name: try reader.string("name"), days: days, start: try time("start"), end: try time("end"),
@@ -389,7 +404,8 @@ extension PolicyConfiguration {
                 guard case .string(let name) = element,
                     let day = Weekday.allCases.first(where: { $0.shortName == name.lowercased() })
                 else {
-                    throw JSONPathError(path: "\(path)[\(i)]", message: "\(expected), found \(element.excerpt)")
+                    throw JSONPathError(
+                        path: "\(path)[\(i)]", message: "\(expected), found \(element.excerpt)")
                 }
                 days.insert(day)
             }

@@ -428,7 +428,8 @@ struct JSONObjectReader {
         for key in keys where !allowed.contains(key) {
             throw JSONPathError(
                 path: childPath(key),
-                message: "unknown key; expected one of \(allowed.map { "\"\($0)\"" }.joined(separator: ", "))")
+                message: "unknown key; expected one of \(allowed.map { "\"\($0)\"" }.joined(separator: ", "))"
+            )
         }
     }
 

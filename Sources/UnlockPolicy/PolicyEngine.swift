@@ -47,7 +47,9 @@ public struct PolicyEngine: Sendable {
     static let week: Int64 = 7 * millisPerDay
 
     /// Creates an engine over a state (fresh by default: every gate locked).
-    public init(configuration: PolicyConfiguration, state: PolicyState = PolicyState(), systemZone: String? = nil) {
+    public init(
+        configuration: PolicyConfiguration, state: PolicyState = PolicyState(), systemZone: String? = nil
+    ) {
         self.configuration = configuration
         self.state = state
         if let systemZone, timeZoneProblem(systemZone) == nil, state.systemZone == nil {
@@ -101,7 +103,8 @@ public struct PolicyEngine: Sendable {
                 invalidateSchedules()
                 notices.append(
                     PolicyNotice(
-                        kind: .zoneChanged, reason: "system time zone is now \(identifier); schedules re-evaluated"))
+                        kind: .zoneChanged,
+                        reason: "system time zone is now \(identifier); schedules re-evaluated"))
             }
         case .shieldReport(let store, let report):
             switch report {
@@ -118,7 +121,8 @@ public struct PolicyEngine: Sendable {
                 retryAt = mono + Self.retryDelay
                 addProblem("shield for \(store) failed: \(reason); retrying")
                 notices.append(
-                    PolicyNotice(kind: .shieldFailed, store: store, reason: "\(reason); retrying on the next tick"))
+                    PolicyNotice(
+                        kind: .shieldFailed, store: store, reason: "\(reason); retrying on the next tick"))
             }
         case .effectFailed(let failure):
             switch failure {
@@ -126,7 +130,9 @@ public struct PolicyEngine: Sendable {
             case .persist(let reason): failClosed("could not save the state: \(reason)")
             }
         }
-        if needsEvaluation || state.ledger >= nextLedgerEvent || wall >= nextWallEvent || wall < lastEvaluationWall {
+        if needsEvaluation || state.ledger >= nextLedgerEvent || wall >= nextWallEvent
+            || wall < lastEvaluationWall
+        {
             evaluate()
         }
         var shieldEffects: [PolicyEffect] = []
@@ -266,7 +272,9 @@ public struct PolicyEngine: Sendable {
             if let lock = s.manualLock, lock.window.remaining(ledger: ledger, wall: wall) <= 0 {
                 s.manualLock = nil
                 dirty = true
-                pendingReasons["\(name)|lock:\(lock.by)"] = ("lock of \(formatDuration(lock.window.length)) ended", nil)
+                pendingReasons["\(name)|lock:\(lock.by)"] = (
+                    "lock of \(formatDuration(lock.window.length)) ended", nil
+                )
             }
             if let e = s.emergency, e.window.remaining(ledger: ledger, wall: wall) <= 0 {
                 s.emergency = nil
@@ -294,7 +302,8 @@ public struct PolicyEngine: Sendable {
                 }
             }
             for o in active {
-                guard let schedule = store.schedules.first(where: { $0.name == o.schedule }), schedule.goal != nil
+                guard let schedule = store.schedules.first(where: { $0.name == o.schedule }),
+                    schedule.goal != nil
                 else { continue }
                 if s.occurrences[o.id] == nil {
                     s.occurrences[o.id] = OccurrenceState(end: o.end)
@@ -359,7 +368,8 @@ public struct PolicyEngine: Sendable {
                 let pending = pendingReasons["\(store.name)|\(owner)"]
                 notices.append(
                     PolicyNotice(
-                        kind: .ownerRemoved, store: store.name, owner: owner, until: pending?.until.map(dateFromMillis),
+                        kind: .ownerRemoved, store: store.name, owner: owner,
+                        until: pending?.until.map(dateFromMillis),
                         reason: pending?.reason ?? defaultRemovalReason(owner)))
             }
             for owner in owners where !previous.contains(owner) {
@@ -367,7 +377,8 @@ public struct PolicyEngine: Sendable {
                 notices.append(
                     PolicyNotice(
                         kind: .ownerAdded, store: store.name, owner: owner,
-                        until: (pending?.until ?? holdEnd(owner: owner, store: store, state: s)).map(dateFromMillis),
+                        until: (pending?.until ?? holdEnd(owner: owner, store: store, state: s)).map(
+                            dateFromMillis),
                         reason: pending?.reason ?? defaultAddReason(owner, store: store, state: s)))
             }
         }
@@ -394,9 +405,11 @@ public struct PolicyEngine: Sendable {
             let o = activeOccurrences[store.name]?.first(where: { "schedule:\($0.id)" == owner }),
             let schedule = store.schedules.first(where: { $0.name == o.schedule })
         {
-            var text = "schedule \(schedule.name) (\(schedule.start)–\(schedule.end) \(zoneIdentifier(for: schedule)))"
+            var text =
+                "schedule \(schedule.name) (\(schedule.start)–\(schedule.end) \(zoneIdentifier(for: schedule)))"
             if let goal = schedule.goal {
-                text += "; \(goal.steps) steps lift it "
+                text +=
+                    "; \(goal.steps) steps lift it "
                     + (goal.minutes.map { "for \($0) min" } ?? "for the rest of the window")
             }
             return text
@@ -430,7 +443,8 @@ public struct PolicyEngine: Sendable {
             guard let active = activeOccurrences[name] else { continue }
             for o in active where state.skips[o.id] == nil {
                 guard let schedule = store.schedules.first(where: { $0.name == o.schedule }),
-                    let goal = schedule.goal, var occ = state.stores[name]?.occurrences[o.id], occ.window == nil
+                    let goal = schedule.goal, var occ = state.stores[name]?.occurrences[o.id],
+                    occ.window == nil
                 else { continue }
                 occ.steps = min(occ.steps + n, 1_000_000_000_000)
                 dirty = true
@@ -442,7 +456,8 @@ public struct PolicyEngine: Sendable {
                             startWall: wall, startLedger: state.ledger, length: length, wallBound: true)
                         pendingReasons["\(name)|schedule:\(o.id)"] = (
                             "walked \(occ.steps) of \(goal.steps) steps in \(schedule.name): lifted "
-                                + (goal.minutes == nil ? "for the rest of the window" : "for \(formatDuration(length))"),
+                                + (goal.minutes == nil
+                                    ? "for the rest of the window" : "for \(formatDuration(length))"),
                             wall + length
                         )
                         needsEvaluation = true
@@ -459,7 +474,9 @@ public struct PolicyEngine: Sendable {
     }
 
     private mutating func checkGate(store name: String, gate: GateConfiguration, state g: GateState) {
-        guard let reached = gate.goals.lastIndex(where: { g.steps >= $0.steps }), reached > g.tier else { return }
+        guard let reached = gate.goals.lastIndex(where: { g.steps >= $0.steps }), reached > g.tier else {
+            return
+        }
         let tier = gate.goals[reached]
         let length = Int64(tier.minutes) * millisPerMinute
         if var w = g.window {
@@ -470,7 +487,9 @@ public struct PolicyEngine: Sendable {
             notices.append(
                 PolicyNotice(
                     kind: .unlockExtended, store: name, owner: "gate", until: dateFromMillis(until),
-                    reason: "walked \(g.steps) steps (goal \(tier.steps)): unlock extended to \(tier.minutes) min"))
+                    reason:
+                        "walked \(g.steps) steps (goal \(tier.steps)): unlock extended to \(tier.minutes) min"
+                ))
             needsEvaluation = true
             return
         }
@@ -518,7 +537,8 @@ public struct PolicyEngine: Sendable {
         case .lock(let name, let duration, let by):
             let ms = durationMillis(duration)
             guard configuration.store(named: name) != nil else {
-                notices.append(PolicyNotice(kind: .refused, store: name, reason: "no store named \"\(name)\""))
+                notices.append(
+                    PolicyNotice(kind: .refused, store: name, reason: "no store named \"\(name)\""))
                 return
             }
             guard ms >= millisPerMinute, ms <= 366 * millisPerDay else {
@@ -534,7 +554,8 @@ public struct PolicyEngine: Sendable {
                 notices.append(
                     PolicyNotice(
                         kind: .refused, store: name, owner: "lock:\(existing.by)",
-                        until: dateFromMillis(wall + existing.window.remaining(ledger: state.ledger, wall: wall)),
+                        until: dateFromMillis(
+                            wall + existing.window.remaining(ledger: state.ledger, wall: wall)),
                         reason: "already locked for longer"))
                 return
             }
@@ -546,13 +567,15 @@ public struct PolicyEngine: Sendable {
             skip(scheduleName, occurrence)
         case .emergencyUnlock(let name, let by):
             guard configuration.store(named: name) != nil else {
-                notices.append(PolicyNotice(kind: .refused, store: name, reason: "no store named \"\(name)\""))
+                notices.append(
+                    PolicyNotice(kind: .refused, store: name, reason: "no store named \"\(name)\""))
                 return
             }
             let allowance = configuration.emergency.perWeek
             let recent = state.emergencyUses.filter { state.ledger - $0.stamp.ledger < Self.week }
             guard recent.count < allowance else {
-                var reason = "no emergency unlocks left: \(recent.count) of \(allowance) used in the last 7 days"
+                var reason =
+                    "no emergency unlocks left: \(recent.count) of \(allowance) used in the last 7 days"
                 if let oldest = recent.map(\.stamp.ledger).min() {
                     reason += "; the next frees up in \(formatDuration(oldest + Self.week - state.ledger))"
                 }
@@ -563,7 +586,9 @@ public struct PolicyEngine: Sendable {
             state.emergencyUses.append(
                 EmergencyUse(store: name, by: by, stamp: Stamp(wall: wall, ledger: state.ledger)))
             state.stores[name, default: StoreState()].emergency = HeldWindow(
-                by: by, window: TimedWindow(startWall: wall, startLedger: state.ledger, length: length, wallBound: true))
+                by: by,
+                window: TimedWindow(
+                    startWall: wall, startLedger: state.ledger, length: length, wallBound: true))
             notices.append(
                 PolicyNotice(
                     kind: .emergencyStarted, store: name, until: dateFromMillis(wall + length),
@@ -597,7 +622,10 @@ public struct PolicyEngine: Sendable {
     }
 
     private mutating func skip(_ scheduleName: String, _ occurrence: String?) {
-        guard let store = configuration.stores.first(where: { $0.schedules.contains { $0.name == scheduleName } }),
+        guard
+            let store = configuration.stores.first(where: {
+                $0.schedules.contains { $0.name == scheduleName }
+            }),
             let schedule = store.schedules.first(where: { $0.name == scheduleName })
         else {
             notices.append(PolicyNotice(kind: .refused, reason: "no schedule named \"\(scheduleName)\""))
@@ -637,7 +665,8 @@ public struct PolicyEngine: Sendable {
         }
         guard let target, target.end > wall else {
             notices.append(
-                PolicyNotice(kind: .refused, store: store.name, reason: "that occurrence of \(scheduleName) is over"))
+                PolicyNotice(
+                    kind: .refused, store: store.name, reason: "that occurrence of \(scheduleName) is over"))
             return
         }
         if state.skips[target.id] != nil {
@@ -650,7 +679,8 @@ public struct PolicyEngine: Sendable {
         state.skips[target.id] = target.end
         notices.append(
             PolicyNotice(
-                kind: .skipped, store: store.name, owner: "schedule:\(target.id)", until: dateFromMillis(target.end),
+                kind: .skipped, store: store.name, owner: "schedule:\(target.id)",
+                until: dateFromMillis(target.end),
                 reason: "\(target.id) marked done; the schedule itself is unchanged"))
         pendingReasons["\(store.name)|schedule:\(target.id)"] = ("skipped", target.end)
         dirty = true
@@ -664,7 +694,9 @@ public struct PolicyEngine: Sendable {
             guard let store = configuration.store(named: name) else { continue }
             var fixed = s
             if store.gate == nil { fixed.gate = GateState() }
-            if let gate = store.gate, fixed.gate.tier >= gate.goals.count { fixed.gate.tier = gate.goals.count - 1 }
+            if let gate = store.gate, fixed.gate.tier >= gate.goals.count {
+                fixed.gate.tier = gate.goals.count - 1
+            }
             if fixed != s { state.stores[name] = fixed }
         }
     }
@@ -733,10 +765,12 @@ public struct PolicyEngine: Sendable {
             let known = knownApplied.contains(name)
             let have = applied[name] ?? []
             let add = known ? want.subtracting(have) : want
-            let drop = (known ? have.subtracting(want) : selection.union(have).subtracting(want)).subtracting(all)
+            let drop = (known ? have.subtracting(want) : selection.union(have).subtracting(want)).subtracting(
+                all)
             if !add.isEmpty {
                 effects.append(
-                    .apply(store: name, selection: Selection(targets: add), owners: desired[name]?.owners ?? []))
+                    .apply(
+                        store: name, selection: Selection(targets: add), owners: desired[name]?.owners ?? []))
             }
             if !drop.isEmpty {
                 effects.append(.remove(store: name, selection: Selection(targets: drop)))
@@ -775,13 +809,15 @@ public struct PolicyEngine: Sendable {
             let s = state.stores[store.name] ?? StoreState()
             let d = desired[store.name]
             var entry = PolicyStatus.Store(
-                name: store.name, shielded: d?.shielded ?? false, owners: d?.owners ?? [], steps: s.gate.steps,
+                name: store.name, shielded: d?.shielded ?? false, owners: d?.owners ?? [],
+                steps: s.gate.steps,
                 unlocksToday: unlocksToday(store: store.name), dailyUnlockCap: store.gate?.dailyUnlockCap)
             if let w = s.gate.window {
                 entry.unlockedUntil = dateFromMillis(wall + w.remaining(ledger: state.ledger, wall: wall))
             }
             if let e = s.emergency {
-                entry.emergencyUntil = dateFromMillis(wall + e.window.remaining(ledger: state.ledger, wall: wall))
+                entry.emergencyUntil = dateFromMillis(
+                    wall + e.window.remaining(ledger: state.ledger, wall: wall))
             }
             if let gate = store.gate {
                 entry.nextGoal = gate.goals.first { $0.steps > s.gate.steps }?.steps
@@ -793,6 +829,7 @@ public struct PolicyEngine: Sendable {
         }
         let used = state.emergencyUses.filter { state.ledger - $0.stamp.ledger < Self.week }.count
         return PolicyStatus(
-            stores: stores, emergencyRemaining: max(0, configuration.emergency.perWeek - used), problems: problems)
+            stores: stores, emergencyRemaining: max(0, configuration.emergency.perWeek - used),
+            problems: problems)
     }
 }

@@ -161,8 +161,12 @@ public struct PolicyStatus: Sendable, Hashable, CustomStringConvertible {
         for s in stores {
             var line = "\(s.name): \(s.shielded ? "shielded" : "open")"
             if !s.owners.isEmpty { line += " (held by \(s.owners.joined(separator: ", ")))" }
-            if let until = s.unlockedUntil { line += ", unlocked until \(formatISO8601(millisFromDate(until)))" }
-            if let until = s.emergencyUntil { line += ", emergency until \(formatISO8601(millisFromDate(until)))" }
+            if let until = s.unlockedUntil {
+                line += ", unlocked until \(formatISO8601(millisFromDate(until)))"
+            }
+            if let until = s.emergencyUntil {
+                line += ", emergency until \(formatISO8601(millisFromDate(until)))"
+            }
             if let goal = s.nextGoal { line += ", \(s.steps)/\(goal) steps" }
             if let note = s.note { line += " — \(note)" }
             lines.append(line)

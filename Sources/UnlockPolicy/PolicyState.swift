@@ -141,17 +141,21 @@ extension TimedWindow {
         if wallBound {
             let deadline = try readInstant(r, "wallDeadline")
             guard deadline == startWall + length else {
-                throw JSONPathError(path: r.childPath("wallDeadline"), message: "does not match start + length")
+                throw JSONPathError(
+                    path: r.childPath("wallDeadline"), message: "does not match start + length")
             }
         }
-        guard length > 0 else { throw JSONPathError(path: r.childPath("lengthSeconds"), message: "must be positive") }
+        guard length > 0 else {
+            throw JSONPathError(path: r.childPath("lengthSeconds"), message: "must be positive")
+        }
     }
 }
 
 private func readInstant(_ r: JSONObjectReader, _ key: String) throws(JSONPathError) -> Int64 {
     let text = try r.string(key)
     guard let ms = parseISO8601(text) else {
-        throw JSONPathError(path: r.childPath(key), message: "expected an ISO 8601 instant, found \"\(text)\"")
+        throw JSONPathError(
+            path: r.childPath(key), message: "expected an ISO 8601 instant, found \"\(text)\"")
     }
     return ms
 }
@@ -179,11 +183,14 @@ extension PolicyState {
                 (
                     "unlocks",
                     .array(
-                        s.unlocks.map { .object([("at", instant($0.wall)), ("elapsedSeconds", seconds($0.ledger))]) })
+                        s.unlocks.map {
+                            .object([("at", instant($0.wall)), ("elapsedSeconds", seconds($0.ledger))])
+                        })
                 ),
             ]
             if let lock = s.manualLock {
-                members.append(("manualLock", .object([("by", .string(lock.by)), ("window", lock.window.json)])))
+                members.append(
+                    ("manualLock", .object([("by", .string(lock.by)), ("window", lock.window.json)])))
             }
             if let e = s.emergency {
                 members.append(("emergency", .object([("by", .string(e.by)), ("window", e.window.json)])))
@@ -230,7 +237,8 @@ extension PolicyState {
                 .array(
                     emergencyUses.map {
                         .object([
-                            ("store", .string($0.store)), ("by", .string($0.by)), ("at", instant($0.stamp.wall)),
+                            ("store", .string($0.store)), ("by", .string($0.by)),
+                            ("at", instant($0.stamp.wall)),
                             ("elapsedSeconds", seconds($0.stamp.ledger)),
                         ])
                     })
@@ -296,7 +304,8 @@ extension PolicyState {
             for (value, path) in try r.array("unlocks") {
                 let u = try JSONObjectReader(value, path: path)
                 try u.rejectUnknownKeys(allowed: ["at", "elapsedSeconds"])
-                s.unlocks.append(Stamp(wall: try readInstant(u, "at"), ledger: try readSeconds(u, "elapsedSeconds")))
+                s.unlocks.append(
+                    Stamp(wall: try readInstant(u, "at"), ledger: try readSeconds(u, "elapsedSeconds")))
             }
             for key in ["manualLock", "emergency"] {
                 guard let h = try r.optionalObject(key) else { continue }
@@ -308,7 +317,8 @@ extension PolicyState {
                 for id in occurrences.keys {
                     let o = try occurrences.object(id)
                     try o.rejectUnknownKeys(allowed: ["steps", "ends", "unlock"])
-                    var occurrence = OccurrenceState(steps: try o.int("steps", minimum: 0), end: try readInstant(o, "ends"))
+                    var occurrence = OccurrenceState(
+                        steps: try o.int("steps", minimum: 0), end: try readInstant(o, "ends"))
                     if let w = try o.optionalObject("unlock") { occurrence.window = try TimedWindow(w) }
                     s.occurrences[id] = occurrence
                 }
@@ -326,7 +336,8 @@ extension PolicyState {
             state.emergencyUses.append(
                 EmergencyUse(
                     store: try e.string("store"), by: try e.string("by"),
-                    stamp: Stamp(wall: try readInstant(e, "at"), ledger: try readSeconds(e, "elapsedSeconds"))))
+                    stamp: Stamp(wall: try readInstant(e, "at"), ledger: try readSeconds(e, "elapsedSeconds"))
+                ))
         }
         return state
     }

@@ -113,22 +113,28 @@ public struct ScenarioRunner {
             records += sim.send(
                 .command(
                     .lock(
-                        store: try o.string("store"), duration: .milliseconds(Int64((minutes * 60_000).rounded())),
+                        store: try o.string("store"),
+                        duration: .milliseconds(Int64((minutes * 60_000).rounded())),
                         by: try o.optionalString("by") ?? "script")))
         case "skip":
             let o = try r.object("skip")
             try o.rejectUnknownKeys(allowed: ["schedule", "occurrence"])
             records += sim.send(
-                .command(.skip(schedule: try o.string("schedule"), occurrence: try o.optionalString("occurrence"))))
+                .command(
+                    .skip(schedule: try o.string("schedule"), occurrence: try o.optionalString("occurrence")))
+            )
         case "emergency":
             let o = try r.object("emergency")
             try o.rejectUnknownKeys(allowed: ["store", "by"])
             records += sim.send(
-                .command(.emergencyUnlock(store: try o.string("store"), by: try o.optionalString("by") ?? "script")))
+                .command(
+                    .emergencyUnlock(store: try o.string("store"), by: try o.optionalString("by") ?? "script")
+                ))
         case "setClock":
             let text = try r.string("setClock")
             guard let ms = parseISO8601(text) else {
-                throw JSONPathError(path: "setClock", message: "expected an ISO 8601 instant, found \"\(text)\"")
+                throw JSONPathError(
+                    path: "setClock", message: "expected an ISO 8601 instant, found \"\(text)\"")
             }
             records += sim.setWallClock(to: dateFromMillis(ms))
         case "zone":
@@ -161,7 +167,8 @@ public struct ScenarioRunner {
         case "failPersist":
             let reason = try r.optionalString("failPersist")
             guard var memory = sim.stateStore as? InMemoryPolicyStateStore else {
-                throw JSONPathError(path: "failPersist", message: "only the in-memory state store can be made to fail")
+                throw JSONPathError(
+                    path: "failPersist", message: "only the in-memory state store can be made to fail")
             }
             memory.failure = reason
             sim.stateStore = memory
@@ -193,7 +200,9 @@ public struct ScenarioRunner {
             guard ms >= current else {
                 throw JSONPathError(
                     path: path,
-                    message: "time goes back from \(formatISO8601(current)); use \"setClock\" to move the wall clock")
+                    message:
+                        "time goes back from \(formatISO8601(current)); use \"setClock\" to move the wall clock"
+                )
             }
             let records = sim.advance(to: dateFromMillis(ms))
             simulator = sim
@@ -217,8 +226,12 @@ public struct ScenarioRunner {
                 ("steps", .number(Double(s.steps), isInteger: true)),
             ]
             if let goal = s.nextGoal { fields.append(("nextGoal", .number(Double(goal), isInteger: true))) }
-            if let d = s.unlockedUntil { fields.append(("unlockedUntil", .string(formatISO8601(millisFromDate(d))))) }
-            if let d = s.emergencyUntil { fields.append(("emergencyUntil", .string(formatISO8601(millisFromDate(d))))) }
+            if let d = s.unlockedUntil {
+                fields.append(("unlockedUntil", .string(formatISO8601(millisFromDate(d)))))
+            }
+            if let d = s.emergencyUntil {
+                fields.append(("emergencyUntil", .string(formatISO8601(millisFromDate(d)))))
+            }
             fields.append(("unlocksToday", .number(Double(s.unlocksToday), isInteger: true)))
             if let note = s.note { fields.append(("note", .string(note))) }
             stores.append((s.name, .object(fields)))
@@ -231,8 +244,10 @@ public struct ScenarioRunner {
     }
 
     private func statusLine(_ sim: PolicySimulator) -> String {
-        JSONValue.object([("at", .string(formatISO8601(millisFromDate(sim.now)))), ("status", statusJSON(sim))])
-            .serialized()
+        JSONValue.object([
+            ("at", .string(formatISO8601(millisFromDate(sim.now)))), ("status", statusJSON(sim)),
+        ])
+        .serialized()
     }
 
     /// Checks an `expect` object against the status now and the records of the previous line.
@@ -240,7 +255,8 @@ public struct ScenarioRunner {
         throws(JSONPathError)
     {
         try o.rejectUnknownKeys(allowed: [
-            "shielded", "open", "owners", "emergencyRemaining", "problem", "events", "noEvents", "unlockedUntil",
+            "shielded", "open", "owners", "emergencyRemaining", "problem", "events", "noEvents",
+            "unlockedUntil",
         ])
         let status = sim.engine.status(at: sim.instant)
         func store(_ name: String, _ path: String) throws(JSONPathError) -> PolicyStatus.Store {
@@ -250,34 +266,44 @@ public struct ScenarioRunner {
             return s
         }
         for name in try o.stringArray("shielded") where !(try store(name, "expect.shielded").shielded) {
-            throw JSONPathError(path: "expect.shielded", message: "\(name) is open; status: \(statusJSON(sim).serialized())")
+            throw JSONPathError(
+                path: "expect.shielded", message: "\(name) is open; status: \(statusJSON(sim).serialized())")
         }
         for name in try o.stringArray("open") where try store(name, "expect.open").shielded {
-            throw JSONPathError(path: "expect.open", message: "\(name) is shielded; status: \(statusJSON(sim).serialized())")
+            throw JSONPathError(
+                path: "expect.open", message: "\(name) is shielded; status: \(statusJSON(sim).serialized())")
         }
         if let owners = try o.optionalObject("owners") {
             for name in owners.keys {
                 let expected = try owners.stringArray(name)
                 let actual = try store(name, "expect.owners").owners
                 guard expected == actual else {
-                    throw JSONPathError(path: "expect.owners.\(name)", message: "owners are \(actual), expected \(expected)")
+                    throw JSONPathError(
+                        path: "expect.owners.\(name)", message: "owners are \(actual), expected \(expected)")
                 }
             }
         }
         if let remaining = try o.optionalInt("emergencyRemaining"), remaining != status.emergencyRemaining {
             throw JSONPathError(
-                path: "expect.emergencyRemaining", message: "\(status.emergencyRemaining) left, expected \(remaining)")
+                path: "expect.emergencyRemaining",
+                message: "\(status.emergencyRemaining) left, expected \(remaining)")
         }
-        if let text = try o.optionalString("problem"), !status.problems.contains(where: { $0.contains(text) }) {
-            throw JSONPathError(path: "expect.problem", message: "no problem mentions \"\(text)\"; problems: \(status.problems)")
+        if let text = try o.optionalString("problem"), !status.problems.contains(where: { $0.contains(text) })
+        {
+            throw JSONPathError(
+                path: "expect.problem",
+                message: "no problem mentions \"\(text)\"; problems: \(status.problems)")
         }
         if let until = try o.optionalObject("unlockedUntil") {
             for name in until.keys {
                 let text = try until.string(name)
-                let actual = try store(name, "expect.unlockedUntil").unlockedUntil.map { formatISO8601(millisFromDate($0)) }
+                let actual = try store(name, "expect.unlockedUntil").unlockedUntil.map {
+                    formatISO8601(millisFromDate($0))
+                }
                 guard actual == text else {
                     throw JSONPathError(
-                        path: "expect.unlockedUntil.\(name)", message: "unlocked until \(actual ?? "never"), expected \(text)")
+                        path: "expect.unlockedUntil.\(name)",
+                        message: "unlocked until \(actual ?? "never"), expected \(text)")
                 }
             }
         }
@@ -288,10 +314,12 @@ public struct ScenarioRunner {
             return nil
         }
         for event in try o.stringArray("events") where !seen.contains(event) {
-            throw JSONPathError(path: "expect.events", message: "no \(event) after the previous line; saw \(seen)")
+            throw JSONPathError(
+                path: "expect.events", message: "no \(event) after the previous line; saw \(seen)")
         }
         for event in try o.stringArray("noEvents") where seen.contains(event) {
-            throw JSONPathError(path: "expect.noEvents", message: "unexpected \(event) after the previous line")
+            throw JSONPathError(
+                path: "expect.noEvents", message: "unexpected \(event) after the previous line")
         }
     }
 }

@@ -186,7 +186,8 @@ public struct PolicyReplay {
     /// Starts a replay at wall time `start`, with `zone` as the system time zone.
     public init(configuration: PolicyConfiguration, start: Date, zone: String? = nil) {
         simulator = PolicySimulator(
-            configuration: configuration, stateStore: InMemoryPolicyStateStore(), systemZone: zone, start: start)
+            configuration: configuration, stateStore: InMemoryPolicyStateStore(), systemZone: zone,
+            start: start)
         self.start = millisFromDate(start)
     }
 

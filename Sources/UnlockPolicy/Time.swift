@@ -119,7 +119,8 @@ func formatISO8601(_ ms: Int64) -> String {
     let rest = ms - days * millisPerDay
     let seconds = rest / 1000
     let millis = rest % 1000
-    var text = formatDay(days) + "T" + twoDigits(seconds / 3600) + ":" + twoDigits(seconds / 60 % 60) + ":"
+    var text =
+        formatDay(days) + "T" + twoDigits(seconds / 3600) + ":" + twoDigits(seconds / 60 % 60) + ":"
         + twoDigits(seconds % 60)
     if millis != 0 {
         let digits = String(millis)
@@ -138,7 +139,9 @@ func parseISO8601(_ text: String) -> Int64? {
     func number(_ range: Range<Int>) -> Int64? {
         var n: Int64 = 0
         for i in range {
-            guard i < chars.count, (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(chars[i]) else { return nil }
+            guard i < chars.count, (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(chars[i]) else {
+                return nil
+            }
             n = n * 10 + Int64(chars[i] - UInt8(ascii: "0"))
         }
         return n

@@ -15,7 +15,8 @@ struct GateTests {
         clock.advance(minutes: 1)
         let unlock = engine.handle(.steps(1), at: clock.now)
         #expect(unlock.removes.map(\.0) == ["games"])
-        #expect(unlock.notices.first { $0.kind == .ownerRemoved }.map { iso($0.until) } == "2025-03-01T10:32:00Z")
+        #expect(
+            unlock.notices.first { $0.kind == .ownerRemoved }.map { iso($0.until) } == "2025-03-01T10:32:00Z")
         // The wake-up arms the relock before the shield is removed.
         guard case .persist = unlock.first, case .wakeUp(let at, _) = unlock.dropFirst().first else {
             Issue.record("expected persist, then wake-up first: \(unlock)")
@@ -115,7 +116,8 @@ struct OwnerTests {
     @Test func endingOneOwnerKeepsAnothersHold() {
         var clock = ManualClock("2025-03-01T10:00:00Z")
         var engine = PolicyEngine(configuration: gateConfig())
-        _ = engine.handle(.command(.lock(store: "games", duration: .seconds(7200), by: "alice")), at: clock.now)
+        _ = engine.handle(
+            .command(.lock(store: "games", duration: .seconds(7200), by: "alice")), at: clock.now)
         #expect(engine.owners("games", at: clock.now) == ["gate", "lock:alice"])
         let walked = engine.handle(.steps(100), at: clock.now)
         #expect(walked.removes.isEmpty)
@@ -130,7 +132,8 @@ struct OwnerTests {
         let config = PolicyConfiguration(
             stores: [
                 StoreConfiguration(
-                    name: "nothing", selection: .empty, gate: GateConfiguration(goals: [GoalTier(steps: 10, minutes: 5)]))
+                    name: "nothing", selection: .empty,
+                    gate: GateConfiguration(goals: [GoalTier(steps: 10, minutes: 5)]))
             ])
         var engine = PolicyEngine(configuration: config)
         let clock = ManualClock("2025-03-01T10:00:00Z")
@@ -149,7 +152,8 @@ struct LockAndEmergencyTests {
         var clock = ManualClock("2025-03-01T10:00:00Z")
         var engine = PolicyEngine(configuration: config)
         #expect(engine.handle(.tick, at: clock.now).applies.isEmpty)
-        let lock = engine.handle(.command(.lock(store: "games", duration: .seconds(7200), by: "bob")), at: clock.now)
+        let lock = engine.handle(
+            .command(.lock(store: "games", duration: .seconds(7200), by: "bob")), at: clock.now)
         #expect(lock.applies == ["games"])
         clock.jumpWall(minutes: 300)  // a forward jump does not end it early
         clock.advance(minutes: 119)
@@ -157,7 +161,8 @@ struct LockAndEmergencyTests {
         #expect(engine.shielded("games", at: clock.now))
         clock.advance(minutes: 1)
         #expect(engine.handle(.tick, at: clock.now).removes.map(\.0) == ["games"])
-        let tooShort = engine.handle(.command(.lock(store: "games", duration: .seconds(30), by: "bob")), at: clock.now)
+        let tooShort = engine.handle(
+            .command(.lock(store: "games", duration: .seconds(30), by: "bob")), at: clock.now)
         #expect(tooShort.kinds == ["refused"])
     }
 
@@ -173,19 +178,25 @@ struct LockAndEmergencyTests {
             _ = engine.handle(.tick, at: clock.now)
             #expect(engine.shielded("games", at: clock.now))
         }
-        #expect(engine.handle(.command(.emergencyUnlock(store: "games", by: "carol")), at: clock.now).kinds == ["refused"])
+        #expect(
+            engine.handle(.command(.emergencyUnlock(store: "games", by: "carol")), at: clock.now).kinds == [
+                "refused"
+            ])
         clock.jumpWall(minutes: 8 * 24 * 60)  // moving the clock a week on refills nothing
         #expect(
-            engine.handle(.command(.emergencyUnlock(store: "games", by: "carol")), at: clock.now).kinds.contains(
-                "refused"))
+            engine.handle(.command(.emergencyUnlock(store: "games", by: "carol")), at: clock.now).kinds
+                .contains(
+                    "refused"))
         clock.jumpWall(minutes: -16 * 24 * 60)
         #expect(
-            engine.handle(.command(.emergencyUnlock(store: "games", by: "carol")), at: clock.now).kinds.contains(
-                "refused"))
+            engine.handle(.command(.emergencyUnlock(store: "games", by: "carol")), at: clock.now).kinds
+                .contains(
+                    "refused"))
         #expect(engine.state.emergencyLog.map(\.by) == ["carol", "carol"])
         clock.advance(minutes: 7 * 24 * 60)  // a real week later
         #expect(
-            engine.handle(.command(.emergencyUnlock(store: "games", by: "carol")), at: clock.now).kinds.contains(
-                "emergency-started"))
+            engine.handle(.command(.emergencyUnlock(store: "games", by: "carol")), at: clock.now).kinds
+                .contains(
+                    "emergency-started"))
     }
 }

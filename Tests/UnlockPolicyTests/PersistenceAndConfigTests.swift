@@ -11,7 +11,8 @@ struct PersistenceTests {
         config.stores[0].gate = GateConfiguration(goals: [GoalTier(steps: 100, minutes: 30)])
         var engine = PolicyEngine(configuration: config)
         _ = engine.handle(.steps(100), at: clock.now)
-        _ = engine.handle(.command(.lock(store: "games", duration: .seconds(5400), by: "dana")), at: clock.now)
+        _ = engine.handle(
+            .command(.lock(store: "games", duration: .seconds(5400), by: "dana")), at: clock.now)
         _ = engine.handle(.command(.emergencyUnlock(store: "games", by: "dana")), at: clock.now)
         clock.advance(minutes: 45)
         _ = engine.handle(.steps(30), at: clock.now)
@@ -59,7 +60,8 @@ struct PersistenceTests {
     }
 
     @Test func newerVersionIsNeverOverwritten() throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("policy-\(UUID().uuidString)")
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "policy-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
         let path = directory.appendingPathComponent("state.json").path
@@ -77,7 +79,8 @@ struct PersistenceTests {
     }
 
     @Test func fileStoreWritesAtomicallyAndMovesCorruptFilesAside() throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("policy-\(UUID().uuidString)")
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "policy-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
         let path = directory.appendingPathComponent("state.json").path
@@ -92,7 +95,9 @@ struct PersistenceTests {
         try again.save(state)
         #expect(try String(contentsOfFile: path + ".corrupt", encoding: .utf8) == "garbage")
         #expect(try again.load().get() == state)
-        let leftovers = try FileManager.default.contentsOfDirectory(atPath: directory.path).filter { $0.contains(".tmp-") }
+        let leftovers = try FileManager.default.contentsOfDirectory(atPath: directory.path).filter {
+            $0.contains(".tmp-")
+        }
         #expect(leftovers.isEmpty)
     }
 }
@@ -125,29 +130,50 @@ struct ConfigurationTests {
         }
     }
 
-    static let base = #"{"timeZone": "Europe/Berlin", "stores": {"games": {"selection": {"executables": ["x"]}, "#
+    static let base =
+        #"{"timeZone": "Europe/Berlin", "stores": {"games": {"selection": {"executables": ["x"]}, "#
 
     @Test(arguments: [
-        (#""schedules": [{"name": "a", "start": "10:00", "end": "11:00"}, {"name": "b", "start": "25:00", "end": "07:00"}]}}}"#,
-         #"stores.games.schedules[1].start: expected "HH:MM", found "25:00""#),
-        (#""gate": {"goals": [{"steps": 100, "minutes": 30}], "cap": 2}}}}"#,
-         #"stores.games.gate.cap: unknown key; expected one of "goals", "dailyUnlockCap""#),
-        (#""gate": {"goals": [{"steps": "100", "minutes": 30}]}}}}"#,
-         #"stores.games.gate.goals[0].steps: expected an integer, found "100""#),
-        (#""schedules": [{"name": "a", "start": "10:00", "end": "10:00"}]}}}"#,
-         "stores.games.schedules[0].end: start and end are both 10:00: a window must last at least a minute"),
-        (#""schedules": [{"name": "a", "start": "10:00", "end": "11:00", "timeZone": "Mars/Olympus"}]}}}"#,
-         #"stores.games.schedules[0].timeZone: unknown time zone "Mars/Olympus""#),
-        (#""schedules": [{"name": "a", "start": "10:00", "end": "11:00", "timeZone": "UTC+2"}]}}}"#,
-         #"stores.games.schedules[0].timeZone: "UTC+2" is an offset; use a zone identifier such as "Europe/Berlin""#),
-        (#""gate": {"goals": [{"steps": 100, "minutes": 0}]}}}}"#,
-         "stores.games.gate.goals[0].minutes: an unlock window must last at least a minute"),
-        (#""gate": {"goals": [{"steps": 100, "minutes": 30}, {"steps": 90, "minutes": 60}]}}}}"#,
-         "stores.games.gate.goals[1]: graduated goals must increase in both steps and minutes"),
-        (#""schedules": [{"name": "a", "days": ["mon", "fry"], "start": "10:00", "end": "11:00"}]}}}"#,
-         #"stores.games.schedules[0].days[1]: expected "daily", "weekdays", "weekends" or a list of "mon"…"sun", found "fry""#),
-        (#""schedules": [{"name": "a", "start": "10:00", "end": "11:00", "goal": {"steps": 10, "minutes": 0}}]}}}"#,
-         "stores.games.schedules[0].goal.minutes: an unlock window must last at least a minute"),
+        (
+            #""schedules": [{"name": "a", "start": "10:00", "end": "11:00"}, {"name": "b", "start": "25:00", "end": "07:00"}]}}}"#,
+            #"stores.games.schedules[1].start: expected "HH:MM", found "25:00""#
+        ),
+        (
+            #""gate": {"goals": [{"steps": 100, "minutes": 30}], "cap": 2}}}}"#,
+            #"stores.games.gate.cap: unknown key; expected one of "goals", "dailyUnlockCap""#
+        ),
+        (
+            #""gate": {"goals": [{"steps": "100", "minutes": 30}]}}}}"#,
+            #"stores.games.gate.goals[0].steps: expected an integer, found "100""#
+        ),
+        (
+            #""schedules": [{"name": "a", "start": "10:00", "end": "10:00"}]}}}"#,
+            "stores.games.schedules[0].end: start and end are both 10:00: a window must last at least a minute"
+        ),
+        (
+            #""schedules": [{"name": "a", "start": "10:00", "end": "11:00", "timeZone": "Mars/Olympus"}]}}}"#,
+            #"stores.games.schedules[0].timeZone: unknown time zone "Mars/Olympus""#
+        ),
+        (
+            #""schedules": [{"name": "a", "start": "10:00", "end": "11:00", "timeZone": "UTC+2"}]}}}"#,
+            #"stores.games.schedules[0].timeZone: "UTC+2" is an offset; use a zone identifier such as "Europe/Berlin""#
+        ),
+        (
+            #""gate": {"goals": [{"steps": 100, "minutes": 0}]}}}}"#,
+            "stores.games.gate.goals[0].minutes: an unlock window must last at least a minute"
+        ),
+        (
+            #""gate": {"goals": [{"steps": 100, "minutes": 30}, {"steps": 90, "minutes": 60}]}}}}"#,
+            "stores.games.gate.goals[1]: graduated goals must increase in both steps and minutes"
+        ),
+        (
+            #""schedules": [{"name": "a", "days": ["mon", "fry"], "start": "10:00", "end": "11:00"}]}}}"#,
+            #"stores.games.schedules[0].days[1]: expected "daily", "weekdays", "weekends" or a list of "mon"…"sun", found "fry""#
+        ),
+        (
+            #""schedules": [{"name": "a", "start": "10:00", "end": "11:00", "goal": {"steps": 10, "minutes": 0}}]}}}"#,
+            "stores.games.schedules[0].goal.minutes: an unlock window must last at least a minute"
+        ),
         (#""schedules": 3}}}"#, "stores.games.schedules: expected an array, found an integer"),
     ])
     func errorsNameTheJSONPath(tail: String, message: String) {
@@ -160,9 +186,16 @@ struct ConfigurationTests {
     }
 
     @Test func unknownTopLevelKeyAndZoneOffset() {
-        #expect(throws: (any Error).self) { try PolicyConfiguration.parse(#"{"stores": {}, "timezone": "UTC"}"#) }
-        #expect(throws: (any Error).self) { try PolicyConfiguration.parse(#"{"stores": {}, "timeZone": "+02:00"}"#) }
-        #expect(throws: (any Error).self) { try PolicyConfiguration.parse(#"{"stores": {}, "timeZone": "Etc/GMT-2"}"#) }
-        #expect((try? PolicyConfiguration.parse(#"{"stores": {}, "timeZone": "America/Port-au-Prince"}"#)) != nil)
+        #expect(throws: (any Error).self) {
+            try PolicyConfiguration.parse(#"{"stores": {}, "timezone": "UTC"}"#)
+        }
+        #expect(throws: (any Error).self) {
+            try PolicyConfiguration.parse(#"{"stores": {}, "timeZone": "+02:00"}"#)
+        }
+        #expect(throws: (any Error).self) {
+            try PolicyConfiguration.parse(#"{"stores": {}, "timeZone": "Etc/GMT-2"}"#)
+        }
+        #expect(
+            (try? PolicyConfiguration.parse(#"{"stores": {}, "timeZone": "America/Port-au-Prince"}"#)) != nil)
     }
 }

@@ -46,8 +46,11 @@ enum Op: CustomStringConvertible {
         case 75..<80: return .lock(minutes: Int.random(in: 1...180, using: &g))
         case 80..<84: return .emergency
         case 84..<88: return .skip
-        case 88..<94 where clockJumps: return .setClock(offsetMinutes: Int.random(in: -1500...1500, using: &g))
-        case 94..<97: return .zone(["Europe/Berlin", "America/New_York", "Asia/Tokyo"][Int.random(in: 0..<3, using: &g)])
+        case 88..<94 where clockJumps:
+            return .setClock(offsetMinutes: Int.random(in: -1500...1500, using: &g))
+        case 94..<97:
+            return .zone(
+                ["Europe/Berlin", "America/New_York", "Asia/Tokyo"][Int.random(in: 0..<3, using: &g)])
         default: return .wait(seconds: Int.random(in: 0...600, using: &g))
         }
     }
@@ -59,7 +62,8 @@ let propertyConfig = PolicyConfiguration(
         StoreConfiguration(
             name: "games", selection: Selection(executables: ["/usr/bin/steam", "/usr/games/x"]),
             gate: GateConfiguration(
-                goals: [GoalTier(steps: 100, minutes: 30), GoalTier(steps: 250, minutes: 60)], dailyUnlockCap: 3)),
+                goals: [GoalTier(steps: 100, minutes: 30), GoalTier(steps: 250, minutes: 60)],
+                dailyUnlockCap: 3)),
         StoreConfiguration(
             name: "evening", selection: Selection(executables: ["/usr/bin/steam"], domains: ["example.com"]),
             schedules: [
@@ -78,7 +82,8 @@ struct Driver {
 
     init(start: Date) {
         sim = PolicySimulator(
-            configuration: propertyConfig, stateStore: ValueStateStore(), systemZone: "Europe/Berlin", start: start)
+            configuration: propertyConfig, stateStore: ValueStateStore(), systemZone: "Europe/Berlin",
+            start: start)
         apply(.wait(seconds: 0))
     }
 
@@ -123,7 +128,8 @@ struct PropertyTests {
     func invariantsHold(batch: Int) {
         for seed in UInt64(batch * 250)..<UInt64(batch * 250 + 250) {
             var g = SplitMix64(seed: seed)
-            let start = Date(timeIntervalSince1970: 1_740_787_200 + Double(Int.random(in: 0..<86_400, using: &g)))
+            let start = Date(
+                timeIntervalSince1970: 1_740_787_200 + Double(Int.random(in: 0..<86_400, using: &g)))
             var d = Driver(start: start)
             var stepsSinceLock = 0
             var unlockedAt: Date?
@@ -132,16 +138,34 @@ struct PropertyTests {
             for i in 0..<150 {
                 let op = Op.random(using: &g, clockJumps: true)
                 d.apply(op)
-                if case .lock(let m) = op, d.records.contains(where: { if case .notify(let n) = $0.effect { n.kind == .ownerAdded || n.kind == .refused } else { false } }) {
+                if case .lock(let m) = op,
+                    d.records.contains(where: {
+                        if case .notify(let n) = $0.effect {
+                            n.kind == .ownerAdded || n.kind == .refused
+                        } else {
+                            false
+                        }
+                    })
+                {
                     let until = d.sim.now.addingTimeInterval(Double(m) * 60)
-                    if d.records.contains(where: { if case .notify(let n) = $0.effect { n.kind == .ownerAdded && n.owner == "lock:prop" } else { false } }) || lockUntil == nil || until > (lockUntil ?? until) {
-                        if !d.records.contains(where: { if case .notify(let n) = $0.effect { n.kind == .refused } else { false } }) {
+                    if d.records.contains(where: {
+                        if case .notify(let n) = $0.effect {
+                            n.kind == .ownerAdded && n.owner == "lock:prop"
+                        } else {
+                            false
+                        }
+                    }) || lockUntil == nil || until > (lockUntil ?? until) {
+                        if !d.records.contains(where: {
+                            if case .notify(let n) = $0.effect { n.kind == .refused } else { false }
+                        }) {
                             lockUntil = until
                         }
                     }
                 }
                 for r in d.records {
-                    guard case .notify(let n) = r.effect, n.store == "games" || n.kind == .failClosed else { continue }
+                    guard case .notify(let n) = r.effect, n.store == "games" || n.kind == .failClosed else {
+                        continue
+                    }
                     if n.kind == .ownerAdded && n.owner == "gate" {
                         stepsSinceLock = 0
                         unlockedAt = nil
@@ -158,7 +182,8 @@ struct PropertyTests {
                 if !gamesStatus.owners.contains("gate") {
                     #expect(stepsSinceLock >= 100, "\(context): gate open after \(stepsSinceLock) steps")
                     if let unlockedAt {
-                        #expect(d.sim.now.timeIntervalSince(unlockedAt) <= 3600, "\(context): window too long")
+                        #expect(
+                            d.sim.now.timeIntervalSince(unlockedAt) <= 3600, "\(context): window too long")
                     }
                 }
                 if let emergencyAt {
@@ -173,7 +198,9 @@ struct PropertyTests {
                     #expect(gamesStatus.owners.contains("lock:prop"), "\(context): lock ended early")
                 }
                 for (i, store) in propertyConfig.stores.enumerated() where status.stores[i].shielded {
-                    #expect(store.selection.targets.isSubset(of: d.physical), "\(context): \(store.name) not applied")
+                    #expect(
+                        store.selection.targets.isSubset(of: d.physical),
+                        "\(context): \(store.name) not applied")
                 }
             }
         }
@@ -185,7 +212,8 @@ struct PropertyTests {
     func restartNeverChangesTheOutcome(batch: Int) {
         for seed in UInt64(10_000 + batch * 250)..<UInt64(10_000 + batch * 250 + 250) {
             var g = SplitMix64(seed: seed)
-            let start = Date(timeIntervalSince1970: 1_740_787_200 + Double(Int.random(in: 0..<86_400, using: &g)))
+            let start = Date(
+                timeIntervalSince1970: 1_740_787_200 + Double(Int.random(in: 0..<86_400, using: &g)))
             let jumps = seed % 2 == 0
             var a = Driver(start: start)
             var b = Driver(start: start)

@@ -12,10 +12,13 @@ struct Scenario: Sendable, CustomTestStringConvertible {
 
     static var all: [Scenario] {
         guard let directory = Bundle.module.url(forResource: "Scenarios", withExtension: nil),
-            let files = try? FileManager.default.contentsOfDirectory(at: directory, includingPropertiesForKeys: nil)
+            let files = try? FileManager.default.contentsOfDirectory(
+                at: directory, includingPropertiesForKeys: nil)
         else { return [] }
-        return files.filter { $0.pathExtension == "jsonl" }.sorted { $0.lastPathComponent < $1.lastPathComponent }
-            .map { Scenario(name: $0.deletingPathExtension().lastPathComponent, url: $0) }
+        return files.filter { $0.pathExtension == "jsonl" }.sorted {
+            $0.lastPathComponent < $1.lastPathComponent
+        }
+        .map { Scenario(name: $0.deletingPathExtension().lastPathComponent, url: $0) }
     }
 }
 
@@ -48,7 +51,9 @@ struct ScenarioTests {
             try runner.run(line: #"{"steps": 3}"#, lineNumber: 1)
         }
         _ = try? runner.run(line: #"{"at": "2025-03-01T09:00:00Z", "tick": true}"#, lineNumber: 1)
-        #expect(throws: ScenarioError.self) { try runner.run(line: #"{"after": 1, "stpes": 3}"#, lineNumber: 2) }
+        #expect(throws: ScenarioError.self) {
+            try runner.run(line: #"{"after": 1, "stpes": 3}"#, lineNumber: 2)
+        }
         #expect(throws: ScenarioError.self) {
             try runner.run(line: #"{"at": "2025-03-01T08:00:00Z", "tick": true}"#, lineNumber: 3)
         }
@@ -59,7 +64,8 @@ struct ScenarioTests {
 
     @Test func replayFeedsStepEventsOnTheRecordingsClock() throws {
         var replay = PolicyReplay(
-            configuration: gateConfig(), start: Date(timeIntervalSince1970: 1_740_819_600), zone: "Europe/Berlin")
+            configuration: gateConfig(), start: Date(timeIntervalSince1970: 1_740_819_600),
+            zone: "Europe/Berlin")
         var records = replay.begin()
         for i in 0..<120 {
             records += replay.steps(1, at: .milliseconds(500 * i))

@@ -74,10 +74,14 @@ let games = Selection(executables: ["/usr/games/supertuxkart"], desktopCategorie
 func gateConfig(cap: Int? = nil, graduated: Bool = false) -> PolicyConfiguration {
     let goals =
         graduated
-        ? [GoalTier(steps: 100, minutes: 30), GoalTier(steps: 250, minutes: 60)] : [GoalTier(steps: 100, minutes: 30)]
+        ? [GoalTier(steps: 100, minutes: 30), GoalTier(steps: 250, minutes: 60)]
+        : [GoalTier(steps: 100, minutes: 30)]
     return PolicyConfiguration(
         timeZone: "Europe/Berlin",
-        stores: [StoreConfiguration(name: "games", selection: games, gate: GateConfiguration(goals: goals, dailyUnlockCap: cap))])
+        stores: [
+            StoreConfiguration(
+                name: "games", selection: games, gate: GateConfiguration(goals: goals, dailyUnlockCap: cap))
+        ])
 }
 
 func scheduleConfig(

@@ -81,7 +81,8 @@ struct ScheduleTests {
         #expect(engine.shielded("games", at: clock.now))
         let lifted = engine.handle(.steps(1), at: clock.now)
         #expect(lifted.removes.map(\.0) == ["games"])
-        #expect(lifted.notices.first { $0.kind == .ownerRemoved }.map { iso($0.until) } == "2025-03-01T20:00:00Z")
+        #expect(
+            lifted.notices.first { $0.kind == .ownerRemoved }.map { iso($0.until) } == "2025-03-01T20:00:00Z")
         clock.advance(minutes: 24 * 60)  // the next evening holds again, steps from zero
         _ = engine.handle(.tick, at: clock.now)
         #expect(engine.shielded("games", at: clock.now))
@@ -168,7 +169,8 @@ struct TimeTests {
         var engine = PolicyEngine(configuration: gateConfig())
         let saved = try #require(engine.handle(.steps(100), at: clock.now).persisted)
         clock.advance(minutes: 20)
-        var restarted = PolicyEngine(configuration: gateConfig(), state: try PolicyState.decode(saved.encoded()))
+        var restarted = PolicyEngine(
+            configuration: gateConfig(), state: try PolicyState.decode(saved.encoded()))
         let first = restarted.handle(.tick, at: clock.now)
         #expect(!restarted.shielded("games", at: clock.now))
         #expect(first.removes.map(\.0) == ["games"])  // startup reconcile: make sure it is off
@@ -184,7 +186,8 @@ struct TimeTests {
         let saved = try #require(engine.handle(.steps(1), at: clock.now).persisted)
         clock.reboot(downMinutes: 5)
         clock.jumpWall(minutes: -120)
-        var restarted = PolicyEngine(configuration: gateConfig(), state: try PolicyState.decode(saved.encoded()))
+        var restarted = PolicyEngine(
+            configuration: gateConfig(), state: try PolicyState.decode(saved.encoded()))
         _ = restarted.handle(.tick, at: clock.now)
         let until = try #require(restarted.status(at: clock.now).stores[0].unlockedUntil)
         // At most the 20 min left before the reboot.
@@ -196,7 +199,8 @@ struct TimeTests {
         var engine = PolicyEngine(configuration: gateConfig())
         let saved = try #require(engine.handle(.steps(100), at: clock.now).persisted)
         clock.reboot(downMinutes: 45)
-        var restarted = PolicyEngine(configuration: gateConfig(), state: try PolicyState.decode(saved.encoded()))
+        var restarted = PolicyEngine(
+            configuration: gateConfig(), state: try PolicyState.decode(saved.encoded()))
         let first = restarted.handle(.tick, at: clock.now)
         #expect(first.applies == ["games"])
         #expect(restarted.shielded("games", at: clock.now))
@@ -211,15 +215,20 @@ struct ReconcileTests {
         _ = engine.handle(.tick, at: clock.now)
         // The shield reports one target missing: only that one is applied again.
         let partial = engine.handle(
-            .shieldReport(store: "games", .applied(Selection(executables: ["/usr/games/supertuxkart"]))), at: clock.now)
-        guard case .apply(_, let selection, _)? = partial.first(where: { if case .apply = $0 { true } else { false } })
+            .shieldReport(store: "games", .applied(Selection(executables: ["/usr/games/supertuxkart"]))),
+            at: clock.now)
+        guard
+            case .apply(_, let selection, _)? = partial.first(where: {
+                if case .apply = $0 { true } else { false }
+            })
         else {
             Issue.record("no apply: \(partial)")
             return
         }
         #expect(selection == Selection(desktopCategories: ["Game"]))
         #expect(engine.handle(.tick, at: clock.now).applies.isEmpty)
-        let failed = engine.handle(.shieldReport(store: "games", .failed("fanotify_mark: EPERM")), at: clock.now)
+        let failed = engine.handle(
+            .shieldReport(store: "games", .failed("fanotify_mark: EPERM")), at: clock.now)
         #expect(failed.applies.isEmpty)
         #expect(failed.kinds == ["shield-failed"])
         clock.advance(minutes: 1.0 / 6)
