@@ -15,14 +15,17 @@ let package = Package(
         .target(name: "SensorInput", dependencies: ["StepDetection"]),
         // Labelled recording sets, scoring, parameter search, reports.
         .target(name: "Tuning", dependencies: ["StepDetection", "SensorInput"]),
+        // The shared unlock policy: pure engine, config, versioned state (Foundation only).
+        .target(name: "UnlockPolicy"),
         // The imperative shell: one file per subcommand.
-        .target(name: "StepGateCLI", dependencies: ["StepDetection", "SensorInput", "Tuning"]),
+        .target(name: "StepGateCLI", dependencies: ["StepDetection", "SensorInput", "Tuning", "UnlockPolicy"]),
         .executableTarget(name: "stepgate", dependencies: ["StepGateCLI"]),
         // Test support: fakes and fixture loading, for test targets only.
         .target(name: "StepGateTestSupport"),
         // Tests
         .testTarget(name: "StepDetectionTests", dependencies: ["StepDetection", "StepGateTestSupport"]),
         .testTarget(name: "SensorInputTests", dependencies: ["SensorInput", "StepGateTestSupport"]),
+        .testTarget(name: "UnlockPolicyTests", dependencies: ["UnlockPolicy"], resources: [.copy("Scenarios")]),
         .testTarget(
             name: "TuningTests",
             dependencies: ["Tuning", "StepDetection", "SensorInput", "StepGateTestSupport"]),

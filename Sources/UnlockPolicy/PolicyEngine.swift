@@ -1,0 +1,835 @@
+/// The unlock policy as a pure state machine: `handle(input, at: now)` updates the state and
+/// returns the effects the shell must carry out. It never reads a clock or a file.
+///
+/// A store is shielded while any owner holds it (the gate until its goal is walked, each
+/// running schedule occurrence, a manual lock) and its selection is not empty, unless an
+/// emergency unlock suspends it. Windows are measured in elapsed time; see `docs/policy.md`.
+public struct PolicyEngine: Sendable {
+    /// The configuration in force.
+    public private(set) var configuration: PolicyConfiguration
+    /// The state to persist.
+    public private(set) var state: PolicyState
+    /// Fail-closed reasons and other problems, newest last (at most 20).
+    public private(set) var problems: [String] = []
+
+    // Derived, not persisted.
+    private var resolvers: [String: ZoneResolver] = [:]
+    private var activeOccurrences: [String: [Occurrence]] = [:]
+    private var scheduleCacheFrom: Int64 = .max
+    private var scheduleCacheUntil: Int64 = .min
+    private var nextLedgerEvent: Int64 = .min
+    private var nextWallEvent: Int64 = .min
+    private var lastEvaluationWall: Int64 = .max
+    private var needsEvaluation = true
+    private var dirty = false
+    private var shieldsDirty = true
+    private var desired: [String: DesiredStore] = [:]
+    private var applied: [String: Set<Target>] = [:]
+    private var knownApplied: Set<String> = []
+    private var lastWake: Int64?
+    private var lastWakeBoot = ""
+    private var retryAt: Int64?
+    /// While the daily cap refuses a store's gate: the next local midnight (recheck from then).
+    private var capBlockedUntil: [String: Int64] = [:]
+    private var pendingReasons: [String: (reason: String, until: Int64?)] = [:]
+    private var notices: [PolicyNotice] = []
+    private var bootID = ""
+    private var mono: Int64 = 0
+    private var wall: Int64 = 0
+
+    private struct DesiredStore: Sendable, Equatable {
+        var owners: [String]
+        var suspended: Bool
+        var shielded: Bool
+    }
+
+    static let retryDelay: Int64 = 10_000
+    static let week: Int64 = 7 * millisPerDay
+
+    /// Creates an engine over a state (fresh by default: every gate locked).
+    public init(
+        configuration: PolicyConfiguration, state: PolicyState = PolicyState(), systemZone: String? = nil
+    ) {
+        self.configuration = configuration
+        self.state = state
+        if let systemZone, timeZoneProblem(systemZone) == nil, state.systemZone == nil {
+            self.state.systemZone = systemZone
+        }
+        pruneStores()
+    }
+
+    /// Creates an engine from what a state store loaded. An unusable file starts locked, and
+    /// `problems` says why.
+    public init(
+        configuration: PolicyConfiguration, restoring loaded: Result<PolicyState?, PolicyStateError>,
+        systemZone: String? = nil
+    ) {
+        switch loaded {
+        case .success(let state):
+            self.init(configuration: configuration, state: state ?? PolicyState(), systemZone: systemZone)
+        case .failure(let error):
+            self.init(configuration: configuration, state: PolicyState(), systemZone: systemZone)
+            problems.append("\(error); started locked")
+        }
+    }
+
+    // MARK: - Handling inputs
+
+    /// Feeds one input at one instant; returns the effects to carry out, in order.
+    public mutating func handle(_ input: PolicyInput, at now: Instant) -> [PolicyEffect] {
+        advanceClock(now)
+        var skipReconcile = false
+        switch input {
+        case .steps(let count):
+            if count > 0 {
+                if needsEvaluation || state.ledger >= nextLedgerEvent || wall >= nextWallEvent
+                    || wall < lastEvaluationWall
+                {
+                    evaluate()
+                }
+                countSteps(count)
+            }
+        case .tick:
+            break
+        case .command(let command):
+            if needsEvaluation { evaluate() }
+            run(command)
+        case .zoneChanged(let identifier):
+            if let problem = timeZoneProblem(identifier) {
+                notices.append(PolicyNotice(kind: .refused, reason: "time zone change ignored: \(problem)"))
+            } else if state.systemZone != identifier {
+                state.systemZone = identifier
+                dirty = true
+                invalidateSchedules()
+                notices.append(
+                    PolicyNotice(
+                        kind: .zoneChanged,
+                        reason: "system time zone is now \(identifier); schedules re-evaluated"))
+            }
+        case .shieldReport(let store, let report):
+            switch report {
+            case .applied(let selection):
+                applied[store] = selection.targets
+                knownApplied.insert(store)
+                shieldsDirty = true
+                problems.removeAll { $0.hasPrefix("shield for \(store) failed") }
+            case .failed(let reason):
+                knownApplied.remove(store)
+                applied[store] = nil
+                shieldsDirty = true
+                skipReconcile = true
+                retryAt = mono + Self.retryDelay
+                addProblem("shield for \(store) failed: \(reason); retrying")
+                notices.append(
+                    PolicyNotice(
+                        kind: .shieldFailed, store: store, reason: "\(reason); retrying on the next tick"))
+            }
+        case .effectFailed(let failure):
+            switch failure {
+            case .wakeUp(let reason): failClosed("could not arm the relock: \(reason)")
+            case .persist(let reason): failClosed("could not save the state: \(reason)")
+            }
+        }
+        if needsEvaluation || state.ledger >= nextLedgerEvent || wall >= nextWallEvent
+            || wall < lastEvaluationWall
+        {
+            evaluate()
+        }
+        var shieldEffects: [PolicyEffect] = []
+        if shieldsDirty && !skipReconcile {
+            shieldEffects = reconcile()
+        }
+        var effects: [PolicyEffect] = []
+        if dirty {
+            effects.append(.persist(state))
+            dirty = false
+        }
+        if let wake = nextWake(), wake != lastWake || bootID != lastWakeBoot {
+            lastWake = wake
+            lastWakeBoot = bootID
+            effects.append(.wakeUp(at: dateFromMillis(wall + wake - mono), monotonic: .milliseconds(wake)))
+        }
+        if !notices.isEmpty {
+            for notice in notices { effects.append(.notify(notice)) }
+            notices.removeAll(keepingCapacity: true)
+        }
+        if !shieldEffects.isEmpty { effects += shieldEffects }
+        return effects
+    }
+
+    /// What the policy holds at `now` (as if a `.tick` arrived then), for `stepgate status`.
+    public func status(at now: Instant) -> PolicyStatus {
+        var copy = self
+        _ = copy.handle(.tick, at: now)
+        return copy.currentStatus()
+    }
+
+    // MARK: - Clock
+
+    private mutating func advanceClock(_ instant: Instant) {
+        let w = instant.wallMillis
+        let m = instant.monoMillis
+        if let last = state.lastSeen {
+            if last.bootID == instant.bootID {
+                let delta = max(0, m - last.mono)
+                state.ledger += delta
+                let expected = last.wall + delta
+                if abs(w - expected) > 1000 {
+                    needsEvaluation = true
+                    capBlockedUntil.removeAll()
+                    notices.append(
+                        PolicyNotice(
+                            kind: .clockJumped,
+                            reason: "wall clock moved \(w > expected ? "forward" : "back") by "
+                                + "\(formatDuration(abs(w - expected))); windows keep their elapsed length"))
+                }
+            } else {
+                // A reboot: the boot clock restarted. Real time elapsed is at least the new boot's
+                // uptime; the wall clock is the only other evidence.
+                state.ledger += max(0, m, w - last.wall)
+                needsEvaluation = true
+                applied.removeAll()
+                knownApplied.removeAll()
+                shieldsDirty = true
+            }
+        } else {
+            needsEvaluation = true
+        }
+        if state.lastSeen?.bootID == instant.bootID {
+            state.lastSeen?.wall = w
+            state.lastSeen?.mono = m
+        } else {
+            state.lastSeen = SeenClock(wall: w, mono: m, bootID: instant.bootID)
+        }
+        bootID = instant.bootID
+        mono = m
+        wall = w
+    }
+
+    // MARK: - Zones and schedules
+
+    private func zoneIdentifier(for schedule: ScheduleConfiguration?) -> String {
+        schedule?.timeZone ?? configuration.timeZone ?? state.systemZone ?? "UTC"
+    }
+
+    private mutating func resolver(for schedule: ScheduleConfiguration?) -> ZoneResolver {
+        let id = zoneIdentifier(for: schedule)
+        if let r = resolvers[id] { return r }
+        let r = ZoneResolver(identifier: id)
+        resolvers[id] = r
+        return r
+    }
+
+    private mutating func invalidateSchedules() {
+        scheduleCacheUntil = .min
+        capBlockedUntil.removeAll()
+        needsEvaluation = true
+    }
+
+    private mutating func refreshSchedules() {
+        guard wall >= scheduleCacheUntil || wall < scheduleCacheFrom else { return }
+        var until = Int64.max
+        activeOccurrences.removeAll(keepingCapacity: true)
+        for store in configuration.stores {
+            var list: [Occurrence] = []
+            for schedule in store.schedules {
+                let r = resolver(for: schedule)
+                if let o = schedule.occurrence(containing: wall, resolver: r) { list.append(o) }
+                if let b = schedule.nextBoundary(after: wall, resolver: r) { until = min(until, b) }
+            }
+            if !list.isEmpty { activeOccurrences[store.name] = list }
+        }
+        scheduleCacheFrom = wall
+        scheduleCacheUntil = until
+    }
+
+    // MARK: - Evaluation
+
+    /// Expires windows, follows schedules, and recomputes which owners hold which store.
+    private mutating func evaluate() {
+        needsEvaluation = false
+        lastEvaluationWall = wall
+        refreshSchedules()
+        var ledgerEvent = Int64.max
+        var wallEvent = scheduleCacheUntil
+        let ledger = state.ledger
+
+        for store in configuration.stores {
+            let name = store.name
+            var s = state.stores[name] ?? StoreState()
+            if state.stores[name] == nil { dirty = true }
+            if store.gate != nil, s.gate.lockedSince == nil {
+                s.gate.lockedSince = wall
+                dirty = true
+            }
+            if let w = s.gate.window, w.remaining(ledger: ledger, wall: wall) <= 0 {
+                s.gate = GateState(lockedSince: wall)
+                dirty = true
+                pendingReasons["\(name)|gate"] = (
+                    "unlock window of \(formatDuration(w.length)) ended; walk again to unlock", nil
+                )
+            }
+            if let lock = s.manualLock, lock.window.remaining(ledger: ledger, wall: wall) <= 0 {
+                s.manualLock = nil
+                dirty = true
+                pendingReasons["\(name)|lock:\(lock.by)"] = (
+                    "lock of \(formatDuration(lock.window.length)) ended", nil
+                )
+            }
+            if let e = s.emergency, e.window.remaining(ledger: ledger, wall: wall) <= 0 {
+                s.emergency = nil
+                dirty = true
+                notices.append(
+                    PolicyNotice(
+                        kind: .emergencyEnded, store: name, owner: nil,
+                        reason: "emergency unlock by \(e.by) ended; owners hold the store again"))
+            }
+            let active = activeOccurrences[name] ?? []
+            for (id, var o) in s.occurrences {
+                if o.end <= wall || !active.contains(where: { $0.id == id }) {
+                    s.occurrences[id] = nil
+                    dirty = true
+                    continue
+                }
+                if let w = o.window, w.remaining(ledger: ledger, wall: wall) <= 0 {
+                    o.window = nil
+                    o.steps = 0
+                    s.occurrences[id] = o
+                    dirty = true
+                    pendingReasons["\(name)|schedule:\(id)"] = (
+                        "unlock of \(formatDuration(w.length)) within the window ended", o.end
+                    )
+                }
+            }
+            for o in active {
+                guard let schedule = store.schedules.first(where: { $0.name == o.schedule }),
+                    schedule.goal != nil
+                else { continue }
+                if s.occurrences[o.id] == nil {
+                    s.occurrences[o.id] = OccurrenceState(end: o.end)
+                    dirty = true
+                }
+            }
+            // Daily-cap and audit records older than two days are no longer needed.
+            if let first = s.unlocks.first, ledger - first.ledger > 2 * millisPerDay {
+                s.unlocks.removeAll { ledger - $0.ledger > 2 * millisPerDay }
+                dirty = true
+            }
+            if let w = s.gate.window { note(w, &ledgerEvent, &wallEvent) }
+            if let w = s.manualLock?.window { note(w, &ledgerEvent, &wallEvent) }
+            if let w = s.emergency?.window { note(w, &ledgerEvent, &wallEvent) }
+            for o in s.occurrences.values {
+                if let w = o.window { note(w, &ledgerEvent, &wallEvent) }
+            }
+            if state.stores[name] != s { state.stores[name] = s }
+        }
+        for (id, until) in state.skips {
+            if until <= wall {
+                state.skips[id] = nil
+                dirty = true
+            } else {
+                wallEvent = min(wallEvent, until)
+            }
+        }
+        if let first = state.emergencyUses.first, ledger - first.stamp.ledger > 30 * millisPerDay {
+            state.emergencyUses.removeAll { ledger - $0.stamp.ledger > 30 * millisPerDay }
+            dirty = true
+        }
+        nextLedgerEvent = ledgerEvent
+        nextWallEvent = wallEvent
+        updateDesired()
+    }
+
+    private func note(_ w: TimedWindow, _ ledgerEvent: inout Int64, _ wallEvent: inout Int64) {
+        ledgerEvent = min(ledgerEvent, w.startLedger + w.length)
+        if w.wallBound { wallEvent = min(wallEvent, w.wallDeadline) }
+    }
+
+    /// Recomputes owners per store and turns owner changes into notices.
+    private mutating func updateDesired() {
+        var next: [String: DesiredStore] = [:]
+        for store in configuration.stores {
+            let s = state.stores[store.name] ?? StoreState()
+            var owners: [String] = []
+            if store.gate != nil, s.gate.window == nil { owners.append("gate") }
+            for o in activeOccurrences[store.name] ?? [] where state.skips[o.id] == nil {
+                if s.occurrences[o.id]?.window != nil { continue }
+                owners.append("schedule:\(o.id)")
+            }
+            if let lock = s.manualLock { owners.append("lock:\(lock.by)") }
+            let suspended = s.emergency != nil
+            let shielded = !owners.isEmpty && !suspended && !store.selection.isEmpty
+            let d = DesiredStore(owners: owners, suspended: suspended, shielded: shielded)
+            next[store.name] = d
+            let before = desired[store.name]
+            if before != d { shieldsDirty = true }
+            let previous = before?.owners ?? []
+            for owner in previous where !owners.contains(owner) {
+                let pending = pendingReasons["\(store.name)|\(owner)"]
+                notices.append(
+                    PolicyNotice(
+                        kind: .ownerRemoved, store: store.name, owner: owner,
+                        until: pending?.until.map(dateFromMillis),
+                        reason: pending?.reason ?? defaultRemovalReason(owner)))
+            }
+            for owner in owners where !previous.contains(owner) {
+                let pending = pendingReasons["\(store.name)|\(owner)"]
+                notices.append(
+                    PolicyNotice(
+                        kind: .ownerAdded, store: store.name, owner: owner,
+                        until: (pending?.until ?? holdEnd(owner: owner, store: store, state: s)).map(
+                            dateFromMillis),
+                        reason: pending?.reason ?? defaultAddReason(owner, store: store, state: s)))
+            }
+        }
+        pendingReasons.removeAll(keepingCapacity: true)
+        desired = next
+    }
+
+    private func holdEnd(owner: String, store: StoreConfiguration, state s: StoreState) -> Int64? {
+        if owner.hasPrefix("schedule:") {
+            return activeOccurrences[store.name]?.first { "schedule:\($0.id)" == owner }?.end
+        }
+        if owner.hasPrefix("lock:"), let w = s.manualLock?.window {
+            return wall + w.remaining(ledger: state.ledger, wall: wall)
+        }
+        return nil
+    }
+
+    private func defaultAddReason(_ owner: String, store: StoreConfiguration, state s: StoreState) -> String {
+        if owner == "gate" {
+            let goal = store.gate?.goals.first?.steps ?? 0
+            return "locked until \(goal) steps are walked"
+        }
+        if owner.hasPrefix("schedule:"),
+            let o = activeOccurrences[store.name]?.first(where: { "schedule:\($0.id)" == owner }),
+            let schedule = store.schedules.first(where: { $0.name == o.schedule })
+        {
+            var text =
+                "schedule \(schedule.name) (\(schedule.start)–\(schedule.end) \(zoneIdentifier(for: schedule)))"
+            if let goal = schedule.goal {
+                text +=
+                    "; \(goal.steps) steps lift it "
+                    + (goal.minutes.map { "for \($0) min" } ?? "for the rest of the window")
+            }
+            return text
+        }
+        if owner.hasPrefix("lock:") { return "manual lock by \(owner.dropFirst(5))" }
+        return "held"
+    }
+
+    private func defaultRemovalReason(_ owner: String) -> String {
+        if owner.hasPrefix("schedule:") { return "occurrence ended" }
+        if owner.hasPrefix("lock:") { return "lock ended" }
+        return "released"
+    }
+
+    // MARK: - Steps
+
+    private mutating func countSteps(_ count: Int) {
+        let n = min(count, 1_000_000_000)
+        for store in configuration.stores {
+            let name = store.name
+            if let gate = store.gate {
+                let g = Self.addSteps(n, to: &state.stores[name, default: StoreState()].gate)
+                dirty = true
+                let next = g.tier + 1 < gate.goals.count ? gate.goals[max(0, g.tier + 1)].steps : Int.max
+                let capped = g.tier == -2 && wall < capBlockedUntil[name] ?? .min
+                if g.steps >= next && !capped {
+                    checkGate(store: name, gate: gate, state: g)
+                }
+            }
+            if activeOccurrences.isEmpty { continue }
+            guard let active = activeOccurrences[name] else { continue }
+            for o in active where state.skips[o.id] == nil {
+                guard let schedule = store.schedules.first(where: { $0.name == o.schedule }),
+                    let goal = schedule.goal, var occ = state.stores[name]?.occurrences[o.id],
+                    occ.window == nil
+                else { continue }
+                occ.steps = min(occ.steps + n, 1_000_000_000_000)
+                dirty = true
+                if occ.steps >= goal.steps {
+                    let rest = o.end - wall
+                    let length = goal.minutes.map { min(Int64($0) * millisPerMinute, rest) } ?? rest
+                    if length > 0 {
+                        occ.window = TimedWindow(
+                            startWall: wall, startLedger: state.ledger, length: length, wallBound: true)
+                        pendingReasons["\(name)|schedule:\(o.id)"] = (
+                            "walked \(occ.steps) of \(goal.steps) steps in \(schedule.name): lifted "
+                                + (goal.minutes == nil
+                                    ? "for the rest of the window" : "for \(formatDuration(length))"),
+                            wall + length
+                        )
+                        needsEvaluation = true
+                    }
+                }
+                state.stores[name]?.occurrences[o.id] = occ
+            }
+        }
+    }
+
+    private static func addSteps(_ n: Int, to gate: inout GateState) -> GateState {
+        gate.steps = min(gate.steps + n, 1_000_000_000_000)
+        return gate
+    }
+
+    private mutating func checkGate(store name: String, gate: GateConfiguration, state g: GateState) {
+        guard let reached = gate.goals.lastIndex(where: { g.steps >= $0.steps }), reached > g.tier else {
+            return
+        }
+        let tier = gate.goals[reached]
+        let length = Int64(tier.minutes) * millisPerMinute
+        if var w = g.window {
+            w.length = length
+            state.stores[name]?.gate.window = w
+            state.stores[name]?.gate.tier = reached
+            let until = wall + w.remaining(ledger: state.ledger, wall: wall)
+            notices.append(
+                PolicyNotice(
+                    kind: .unlockExtended, store: name, owner: "gate", until: dateFromMillis(until),
+                    reason:
+                        "walked \(g.steps) steps (goal \(tier.steps)): unlock extended to \(tier.minutes) min"
+                ))
+            needsEvaluation = true
+            return
+        }
+        let today = unlocksToday(store: name)
+        if let cap = gate.dailyUnlockCap, today >= cap {
+            // Say so once per locked period; the steps keep counting.
+            if g.tier != -2 {
+                notices.append(
+                    PolicyNotice(
+                        kind: .refused, store: name, owner: "gate",
+                        reason: "daily unlock cap of \(cap) reached; steps keep counting for tomorrow"))
+                state.stores[name]?.gate.tier = -2
+            }
+            let r = resolver(for: nil)
+            capBlockedUntil[name] = r.instant(local: (r.localDay(wall) + 1) * millisPerDay)
+            return
+        }
+        state.stores[name]?.gate.window = TimedWindow(
+            startWall: wall, startLedger: state.ledger, length: length, wallBound: true)
+        state.stores[name]?.gate.tier = reached
+        state.stores[name]?.unlocks.append(Stamp(wall: wall, ledger: state.ledger))
+        pendingReasons["\(name)|gate"] = (
+            "walked \(g.steps) steps (goal \(tier.steps)): unlocked for \(tier.minutes) min", wall + length
+        )
+        needsEvaluation = true
+    }
+
+    /// Gate unlocks that fall on today's local date, dating each by elapsed time from now (so a
+    /// wall-clock jump cannot move past unlocks to another day).
+    private mutating func unlocksToday(store name: String) -> Int {
+        let r = resolver(for: nil)
+        let today = r.localDay(wall)
+        var count = 0
+        for u in state.stores[name]?.unlocks ?? [] {
+            let age = state.ledger - u.ledger
+            if age < 2 * millisPerDay, r.localDay(wall - age) == today { count += 1 }
+        }
+        return count
+    }
+
+    // MARK: - Commands
+
+    private mutating func run(_ command: PolicyCommand) {
+        switch command {
+        case .lock(let name, let duration, let by):
+            let ms = durationMillis(duration)
+            guard configuration.store(named: name) != nil else {
+                notices.append(
+                    PolicyNotice(kind: .refused, store: name, reason: "no store named \"\(name)\""))
+                return
+            }
+            guard ms >= millisPerMinute, ms <= 366 * millisPerDay else {
+                notices.append(
+                    PolicyNotice(
+                        kind: .refused, store: name, reason: "a lock must last between a minute and a year"))
+                return
+            }
+            let window = TimedWindow(startWall: wall, startLedger: state.ledger, length: ms, wallBound: false)
+            if let existing = state.stores[name]?.manualLock,
+                existing.window.remaining(ledger: state.ledger, wall: wall) >= ms
+            {
+                notices.append(
+                    PolicyNotice(
+                        kind: .refused, store: name, owner: "lock:\(existing.by)",
+                        until: dateFromMillis(
+                            wall + existing.window.remaining(ledger: state.ledger, wall: wall)),
+                        reason: "already locked for longer"))
+                return
+            }
+            state.stores[name, default: StoreState()].manualLock = HeldWindow(by: by, window: window)
+            pendingReasons["\(name)|lock:\(by)"] = ("locked for \(formatDuration(ms)) by \(by)", wall + ms)
+            dirty = true
+            needsEvaluation = true
+        case .skip(let scheduleName, let occurrence):
+            skip(scheduleName, occurrence)
+        case .emergencyUnlock(let name, let by):
+            guard configuration.store(named: name) != nil else {
+                notices.append(
+                    PolicyNotice(kind: .refused, store: name, reason: "no store named \"\(name)\""))
+                return
+            }
+            let allowance = configuration.emergency.perWeek
+            let recent = state.emergencyUses.filter { state.ledger - $0.stamp.ledger < Self.week }
+            guard recent.count < allowance else {
+                var reason =
+                    "no emergency unlocks left: \(recent.count) of \(allowance) used in the last 7 days"
+                if let oldest = recent.map(\.stamp.ledger).min() {
+                    reason += "; the next frees up in \(formatDuration(oldest + Self.week - state.ledger))"
+                }
+                notices.append(PolicyNotice(kind: .refused, store: name, reason: reason))
+                return
+            }
+            let length = Int64(configuration.emergency.minutes) * millisPerMinute
+            state.emergencyUses.append(
+                EmergencyUse(store: name, by: by, stamp: Stamp(wall: wall, ledger: state.ledger)))
+            state.stores[name, default: StoreState()].emergency = HeldWindow(
+                by: by,
+                window: TimedWindow(
+                    startWall: wall, startLedger: state.ledger, length: length, wallBound: true))
+            notices.append(
+                PolicyNotice(
+                    kind: .emergencyStarted, store: name, until: dateFromMillis(wall + length),
+                    reason: "emergency unlock by \(by) (\(recent.count + 1) of \(allowance) this week) "
+                        + "lifts every owner for \(formatDuration(length))"))
+            dirty = true
+            needsEvaluation = true
+        case .reload(let newConfiguration):
+            do {
+                try newConfiguration.validate()
+            } catch {
+                notices.append(PolicyNotice(kind: .refused, reason: "configuration not reloaded: \(error)"))
+                return
+            }
+            configuration = newConfiguration
+            resolvers.removeAll()
+            pruneStores()
+            dirty = true
+            invalidateSchedules()
+            notices.append(
+                PolicyNotice(
+                    kind: .configurationReloaded,
+                    reason: "configuration reloaded: \(newConfiguration.stores.count) store(s)"))
+        }
+    }
+
+    private func durationMillis(_ d: Duration) -> Int64 {
+        let (s, a) = d.components
+        guard s < 1_000_000_000_000, s > -1_000_000_000_000 else { return s < 0 ? -1 : .max / 2 }
+        return s * 1000 + a / 1_000_000_000_000_000
+    }
+
+    private mutating func skip(_ scheduleName: String, _ occurrence: String?) {
+        guard
+            let store = configuration.stores.first(where: {
+                $0.schedules.contains { $0.name == scheduleName }
+            }),
+            let schedule = store.schedules.first(where: { $0.name == scheduleName })
+        else {
+            notices.append(PolicyNotice(kind: .refused, reason: "no schedule named \"\(scheduleName)\""))
+            return
+        }
+        let r = resolver(for: schedule)
+        let target: Occurrence?
+        if let occurrence {
+            var dayText = Substring(occurrence)
+            if let at = occurrence.lastIndex(of: "@") {
+                guard occurrence[..<at] == scheduleName else {
+                    notices.append(
+                        PolicyNotice(
+                            kind: .refused, store: store.name,
+                            reason: "occurrence \"\(occurrence)\" is not of schedule \(scheduleName)"))
+                    return
+                }
+                dayText = occurrence[occurrence.index(after: at)...]
+            }
+            guard let day = parseDay(dayText) else {
+                notices.append(
+                    PolicyNotice(
+                        kind: .refused, store: store.name,
+                        reason: "expected an occurrence date YYYY-MM-DD, found \"\(occurrence)\""))
+                return
+            }
+            target = schedule.occurrence(onDay: day, resolver: r)
+            if target == nil {
+                notices.append(
+                    PolicyNotice(
+                        kind: .refused, store: store.name,
+                        reason: "schedule \(scheduleName) has no window starting on \(formatDay(day))"))
+                return
+            }
+        } else {
+            target = schedule.currentOrNextOccurrence(after: wall, resolver: r)
+        }
+        guard let target, target.end > wall else {
+            notices.append(
+                PolicyNotice(
+                    kind: .refused, store: store.name, reason: "that occurrence of \(scheduleName) is over"))
+            return
+        }
+        if state.skips[target.id] != nil {
+            notices.append(
+                PolicyNotice(
+                    kind: .refused, store: store.name, owner: "schedule:\(target.id)",
+                    reason: "\(target.id) is already skipped"))
+            return
+        }
+        state.skips[target.id] = target.end
+        notices.append(
+            PolicyNotice(
+                kind: .skipped, store: store.name, owner: "schedule:\(target.id)",
+                until: dateFromMillis(target.end),
+                reason: "\(target.id) marked done; the schedule itself is unchanged"))
+        pendingReasons["\(store.name)|schedule:\(target.id)"] = ("skipped", target.end)
+        dirty = true
+        needsEvaluation = true
+    }
+
+    private mutating func pruneStores() {
+        let names = Set(configuration.stores.map(\.name))
+        for name in state.stores.keys where !names.contains(name) { state.stores[name] = nil }
+        for (name, s) in state.stores {
+            guard let store = configuration.store(named: name) else { continue }
+            var fixed = s
+            if store.gate == nil { fixed.gate = GateState() }
+            if let gate = store.gate, fixed.gate.tier >= gate.goals.count {
+                fixed.gate.tier = gate.goals.count - 1
+            }
+            if fixed != s { state.stores[name] = fixed }
+        }
+    }
+
+    // MARK: - Fail closed
+
+    private mutating func addProblem(_ text: String) {
+        let stamped = "\(formatISO8601(wall)): \(text)"
+        problems.removeAll { $0.dropFirst(22) == stamped.dropFirst(22) }
+        problems.append(stamped)
+        if problems.count > 20 { problems.removeFirst(problems.count - 20) }
+    }
+
+    /// Ends every unlock (gate, schedule goals, emergency) at once.
+    private mutating func failClosed(_ reason: String) {
+        addProblem("\(reason); locked")
+        var revoked = false
+        for name in Array(state.stores.keys) {
+            guard var s = state.stores[name] else { continue }
+            if s.gate.window != nil {
+                s.gate = GateState(lockedSince: wall)
+                pendingReasons["\(name)|gate"] = ("locked again: \(reason)", nil)
+                revoked = true
+            }
+            for (id, var o) in s.occurrences where o.window != nil {
+                o.window = nil
+                o.steps = 0
+                s.occurrences[id] = o
+                pendingReasons["\(name)|schedule:\(id)"] = ("locked again: \(reason)", o.end)
+                revoked = true
+            }
+            if s.emergency != nil {
+                s.emergency = nil
+                revoked = true
+            }
+            state.stores[name] = s
+        }
+        notices.append(
+            PolicyNotice(
+                kind: .failClosed, reason: revoked ? "\(reason); locked again" : "\(reason); already locked"))
+        if revoked {
+            dirty = true
+            needsEvaluation = true
+        }
+    }
+
+    // MARK: - Reconcile
+
+    /// Compares what the stores require with what the shields are known to have applied and
+    /// returns only the difference. Targets another store requires are never removed.
+    private mutating func reconcile() -> [PolicyEffect] {
+        shieldsDirty = false
+        var required: [String: Set<Target>] = [:]
+        var all = Set<Target>()
+        for store in configuration.stores where desired[store.name]?.shielded == true {
+            let targets = store.selection.targets
+            required[store.name] = targets
+            all.formUnion(targets)
+        }
+        var effects: [PolicyEffect] = []
+        var names = configuration.stores.map(\.name)
+        for name in applied.keys.sorted() where configuration.store(named: name) == nil { names.append(name) }
+        for name in names {
+            let want = required[name] ?? []
+            let selection = configuration.store(named: name)?.selection.targets ?? []
+            let known = knownApplied.contains(name)
+            let have = applied[name] ?? []
+            let add = known ? want.subtracting(have) : want
+            let drop = (known ? have.subtracting(want) : selection.union(have).subtracting(want)).subtracting(
+                all)
+            if !add.isEmpty {
+                effects.append(
+                    .apply(
+                        store: name, selection: Selection(targets: add), owners: desired[name]?.owners ?? []))
+            }
+            if !drop.isEmpty {
+                effects.append(.remove(store: name, selection: Selection(targets: drop)))
+            }
+            if configuration.store(named: name) == nil {
+                applied[name] = nil
+                knownApplied.remove(name)
+            } else {
+                applied[name] = want
+                knownApplied.insert(name)
+            }
+        }
+        return effects
+    }
+
+    // MARK: - Wake-ups
+
+    private func nextWake() -> Int64? {
+        var best: Int64?
+        if nextLedgerEvent != .max && nextLedgerEvent != .min {
+            best = mono + nextLedgerEvent - state.ledger
+        }
+        if nextWallEvent != .max && nextWallEvent != .min {
+            let t = mono + nextWallEvent - wall
+            best = min(best ?? t, t)
+        }
+        if let retryAt, retryAt > mono { best = min(best ?? retryAt, retryAt) }
+        return best.map { max($0, mono + 1) }
+    }
+
+    // MARK: - Status
+
+    private mutating func currentStatus() -> PolicyStatus {
+        var stores: [PolicyStatus.Store] = []
+        for store in configuration.stores {
+            let s = state.stores[store.name] ?? StoreState()
+            let d = desired[store.name]
+            var entry = PolicyStatus.Store(
+                name: store.name, shielded: d?.shielded ?? false, owners: d?.owners ?? [],
+                steps: s.gate.steps,
+                unlocksToday: unlocksToday(store: store.name), dailyUnlockCap: store.gate?.dailyUnlockCap)
+            if let w = s.gate.window {
+                entry.unlockedUntil = dateFromMillis(wall + w.remaining(ledger: state.ledger, wall: wall))
+            }
+            if let e = s.emergency {
+                entry.emergencyUntil = dateFromMillis(
+                    wall + e.window.remaining(ledger: state.ledger, wall: wall))
+            }
+            if let gate = store.gate {
+                entry.nextGoal = gate.goals.first { $0.steps > s.gate.steps }?.steps
+            }
+            if store.selection.isEmpty, !(d?.owners.isEmpty ?? true) {
+                entry.note = "empty selection: nothing to shield"
+            }
+            stores.append(entry)
+        }
+        let used = state.emergencyUses.filter { state.ledger - $0.stamp.ledger < Self.week }.count
+        return PolicyStatus(
+            stores: stores, emergencyRemaining: max(0, configuration.emergency.perWeek - used),
+            problems: problems)
+    }
+}

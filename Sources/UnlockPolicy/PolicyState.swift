@@ -1,0 +1,344 @@
+public import Foundation
+
+/// A window of elapsed time: an unlock, a manual lock or an emergency unlock.
+///
+/// It ends when `length` of elapsed time (the engine's ledger) has passed since it started, or,
+/// for unlocks (`wallBound`), when the wall clock reaches `startWall + length`, whichever
+/// comes first. So a wall-clock jump can end an unlock early but never lengthen it.
+struct TimedWindow: Sendable, Hashable {
+    var startWall: Int64
+    var startLedger: Int64
+    var length: Int64
+    var wallBound: Bool
+
+    var wallDeadline: Int64 { startWall + length }
+
+    /// Milliseconds left at (ledger, wall); zero or less when over.
+    func remaining(ledger: Int64, wall: Int64) -> Int64 {
+        let byElapsed = length - (ledger - startLedger)
+        return wallBound ? min(byElapsed, wallDeadline - wall) : byElapsed
+    }
+}
+
+/// A clock reading in milliseconds.
+struct SeenClock: Sendable, Hashable {
+    var wall: Int64
+    var mono: Int64
+    var bootID: String
+}
+
+/// A moment recorded both on the wall clock and on the elapsed-time ledger.
+struct Stamp: Sendable, Hashable {
+    var wall: Int64
+    var ledger: Int64
+}
+
+struct GateState: Sendable, Hashable {
+    /// Wall time the gate (re)locked; steps count from here.
+    var lockedSince: Int64?
+    /// Steps since the gate locked (including those walked during an unlock, for upgrades).
+    var steps = 0
+    /// The index of the highest goal tier reached in the current unlock; -1 while locked, -2
+    /// while locked after the daily cap refused an unlock (so the refusal is said once).
+    var tier = -1
+    var window: TimedWindow?
+}
+
+struct OccurrenceState: Sendable, Hashable {
+    var steps = 0
+    var end: Int64
+    var window: TimedWindow?
+}
+
+struct HeldWindow: Sendable, Hashable {
+    var by: String
+    var window: TimedWindow
+}
+
+struct StoreState: Sendable, Hashable {
+    var gate = GateState()
+    var unlocks: [Stamp] = []
+    var manualLock: HeldWindow?
+    var emergency: HeldWindow?
+    var occurrences: [String: OccurrenceState] = [:]
+}
+
+/// One use of the emergency allowance: who, which store, and when (wall and elapsed).
+public struct EmergencyUse: Sendable, Hashable {
+    /// The store that was unlocked.
+    public var store: String
+    /// Who asked (a user name from the control socket's peer credentials).
+    public var by: String
+    /// When, on the wall clock.
+    public var at: Date { dateFromMillis(stamp.wall) }
+    var stamp: Stamp
+}
+
+/// Everything the policy must remember across restarts: gates, windows, skip marks, the
+/// emergency log and the elapsed-time ledger. Written as a versioned JSON envelope
+/// (`PolicyState.encoded()`); see `docs/policy.md` ("State file").
+public struct PolicyState: Sendable, Hashable {
+    /// The state-file format this build writes.
+    public static let currentVersion = 1
+
+    /// Elapsed time observed by the engine, in milliseconds: advances with the boot clock within
+    /// a boot, and by the larger of the wall-clock gap and the new boot's uptime across a reboot.
+    var ledger: Int64 = 0
+    /// The last clock reading the engine saw (milliseconds).
+    var lastSeen: SeenClock?
+    /// The system zone last reported by the shell.
+    var systemZone: String?
+    var stores: [String: StoreState] = [:]
+    /// Skipped occurrence ids and the wall time their occurrence ends.
+    var skips: [String: Int64] = [:]
+    var emergencyUses: [EmergencyUse] = []
+
+    /// A fresh state: every gate locked, nothing skipped, the emergency allowance full.
+    public init() {}
+
+    /// The emergency uses still on record (the last 30 days of elapsed time).
+    public var emergencyLog: [EmergencyUse] { emergencyUses }
+}
+
+/// Why a state file could not be used.
+public enum PolicyStateError: Error, Hashable, Sendable, CustomStringConvertible {
+    /// The file is not valid JSON or not a valid state.
+    case corrupt(String)
+    /// The file was written by a newer StepGate; it is left untouched.
+    case newerVersion(Int)
+    /// The file could not be read or written.
+    case io(String)
+
+    public var description: String {
+        switch self {
+        case .corrupt(let reason): "state file is corrupt: \(reason)"
+        case .newerVersion(let v):
+            "state file has version \(v), newer than this StepGate's \(PolicyState.currentVersion); not overwriting it"
+        case .io(let reason): "state file: \(reason)"
+        }
+    }
+}
+
+// MARK: - Encoding
+
+private func seconds(_ ms: Int64) -> JSONValue { .number(Double(ms) / 1000, isInteger: ms % 1000 == 0) }
+private func instant(_ ms: Int64) -> JSONValue { .string(formatISO8601(ms)) }
+
+extension TimedWindow {
+    var json: JSONValue {
+        .object([
+            ("start", instant(startWall)), ("startElapsedSeconds", seconds(startLedger)),
+            ("lengthSeconds", seconds(length)), ("wallDeadline", wallBound ? instant(wallDeadline) : .null),
+        ])
+    }
+
+    init(_ r: JSONObjectReader) throws(JSONPathError) {
+        try r.rejectUnknownKeys(allowed: ["start", "startElapsedSeconds", "lengthSeconds", "wallDeadline"])
+        startWall = try readInstant(r, "start")
+        startLedger = try readSeconds(r, "startElapsedSeconds")
+        length = try readSeconds(r, "lengthSeconds")
+        wallBound = r.value("wallDeadline") != nil
+        if wallBound {
+            let deadline = try readInstant(r, "wallDeadline")
+            guard deadline == startWall + length else {
+                throw JSONPathError(
+                    path: r.childPath("wallDeadline"), message: "does not match start + length")
+            }
+        }
+        guard length > 0 else {
+            throw JSONPathError(path: r.childPath("lengthSeconds"), message: "must be positive")
+        }
+    }
+}
+
+private func readInstant(_ r: JSONObjectReader, _ key: String) throws(JSONPathError) -> Int64 {
+    let text = try r.string(key)
+    guard let ms = parseISO8601(text) else {
+        throw JSONPathError(
+            path: r.childPath(key), message: "expected an ISO 8601 instant, found \"\(text)\"")
+    }
+    return ms
+}
+
+private func readSeconds(_ r: JSONObjectReader, _ key: String) throws(JSONPathError) -> Int64 {
+    let value = try r.double(key)
+    guard abs(value) < 1.0e12 else { throw JSONPathError(path: r.childPath(key), message: "out of range") }
+    return Int64((value * 1000).rounded())
+}
+
+extension PolicyState {
+    /// The state as versioned JSON: plain units (seconds), ISO 8601 UTC instants, sorted keys.
+    public func encoded() -> String {
+        var storeMembers: [(String, JSONValue)] = []
+        for name in stores.keys.sorted() {
+            guard let s = stores[name] else { continue }
+            var gate: [(String, JSONValue)] = [
+                ("steps", .number(Double(s.gate.steps), isInteger: true)),
+                ("tier", .number(Double(s.gate.tier), isInteger: true)),
+            ]
+            if let since = s.gate.lockedSince { gate.append(("lockedSince", instant(since))) }
+            if let w = s.gate.window { gate.append(("unlock", w.json)) }
+            var members: [(String, JSONValue)] = [
+                ("gate", .object(gate)),
+                (
+                    "unlocks",
+                    .array(
+                        s.unlocks.map {
+                            .object([("at", instant($0.wall)), ("elapsedSeconds", seconds($0.ledger))])
+                        })
+                ),
+            ]
+            if let lock = s.manualLock {
+                members.append(
+                    ("manualLock", .object([("by", .string(lock.by)), ("window", lock.window.json)])))
+            }
+            if let e = s.emergency {
+                members.append(("emergency", .object([("by", .string(e.by)), ("window", e.window.json)])))
+            }
+            var occurrences: [(String, JSONValue)] = []
+            for id in s.occurrences.keys.sorted() {
+                guard let o = s.occurrences[id] else { continue }
+                var fields: [(String, JSONValue)] = [
+                    ("steps", .number(Double(o.steps), isInteger: true)), ("ends", instant(o.end)),
+                ]
+                if let w = o.window { fields.append(("unlock", w.json)) }
+                occurrences.append((id, .object(fields)))
+            }
+            members.append(("occurrences", .object(occurrences)))
+            storeMembers.append((name, .object(members)))
+        }
+        var root: [(String, JSONValue)] = [
+            ("version", .number(Double(PolicyState.currentVersion), isInteger: true)),
+            ("elapsedSeconds", seconds(ledger)),
+        ]
+        if let lastSeen {
+            root.append(
+                (
+                    "lastSeen",
+                    .object([
+                        ("wall", instant(lastSeen.wall)), ("monotonicSeconds", seconds(lastSeen.mono)),
+                        ("bootID", .string(lastSeen.bootID)),
+                    ])
+                ))
+        }
+        if let systemZone { root.append(("systemTimeZone", .string(systemZone))) }
+        root.append(("stores", .object(storeMembers)))
+        root.append(
+            (
+                "skips",
+                .array(
+                    skips.keys.sorted().map { id in
+                        .object([("occurrence", .string(id)), ("until", instant(skips[id] ?? 0))])
+                    })
+            ))
+        root.append(
+            (
+                "emergencyUses",
+                .array(
+                    emergencyUses.map {
+                        .object([
+                            ("store", .string($0.store)), ("by", .string($0.by)),
+                            ("at", instant($0.stamp.wall)),
+                            ("elapsedSeconds", seconds($0.stamp.ledger)),
+                        ])
+                    })
+            ))
+        return JSONValue.object(root).prettySerialized() + "\n"
+    }
+
+    /// Decodes a state file. Throws `.newerVersion` for files from a newer StepGate and
+    /// `.corrupt` (with the JSON path) for anything else that is wrong.
+    public static func decode(_ text: String) throws(PolicyStateError) -> PolicyState {
+        try decode(bytes: Array(text.utf8))
+    }
+
+    /// Decodes a state file from raw bytes.
+    public static func decode(bytes: [UInt8]) throws(PolicyStateError) -> PolicyState {
+        do {
+            let document = try JSONValue.parse(bytes: bytes)
+            let root = try JSONObjectReader(document, path: "")
+            let version = try root.int("version")
+            if version > currentVersion { throw PolicyStateError.newerVersion(version) }
+            guard version == currentVersion else {
+                throw JSONPathError(path: "version", message: "unsupported version \(version)")
+            }
+            return try decodeV1(root)
+        } catch let error as PolicyStateError {
+            throw error
+        } catch let error as JSONPathError {
+            throw .corrupt(error.description)
+        } catch {
+            throw .corrupt("\(error)")
+        }
+    }
+
+    private static func decodeV1(_ root: JSONObjectReader) throws(JSONPathError) -> PolicyState {
+        try root.rejectUnknownKeys(allowed: [
+            "version", "elapsedSeconds", "lastSeen", "systemTimeZone", "stores", "skips", "emergencyUses",
+        ])
+        var state = PolicyState()
+        state.ledger = try readSeconds(root, "elapsedSeconds")
+        if let seen = try root.optionalObject("lastSeen") {
+            try seen.rejectUnknownKeys(allowed: ["wall", "monotonicSeconds", "bootID"])
+            state.lastSeen = SeenClock(
+                wall: try readInstant(seen, "wall"), mono: try readSeconds(seen, "monotonicSeconds"),
+                bootID: try seen.string("bootID"))
+        }
+        if let zone = try root.optionalString("systemTimeZone") {
+            if let problem = timeZoneProblem(zone) {
+                throw JSONPathError(path: "systemTimeZone", message: problem)
+            }
+            state.systemZone = zone
+        }
+        let stores = try root.object("stores")
+        for name in stores.keys {
+            let r = try stores.object(name)
+            try r.rejectUnknownKeys(allowed: ["gate", "unlocks", "manualLock", "emergency", "occurrences"])
+            var s = StoreState()
+            let g = try r.object("gate")
+            try g.rejectUnknownKeys(allowed: ["steps", "tier", "lockedSince", "unlock"])
+            s.gate.steps = try g.int("steps", minimum: 0)
+            s.gate.tier = try g.int("tier", minimum: -2)
+            if g.value("lockedSince") != nil { s.gate.lockedSince = try readInstant(g, "lockedSince") }
+            if let w = try g.optionalObject("unlock") { s.gate.window = try TimedWindow(w) }
+            for (value, path) in try r.array("unlocks") {
+                let u = try JSONObjectReader(value, path: path)
+                try u.rejectUnknownKeys(allowed: ["at", "elapsedSeconds"])
+                s.unlocks.append(
+                    Stamp(wall: try readInstant(u, "at"), ledger: try readSeconds(u, "elapsedSeconds")))
+            }
+            for key in ["manualLock", "emergency"] {
+                guard let h = try r.optionalObject(key) else { continue }
+                try h.rejectUnknownKeys(allowed: ["by", "window"])
+                let held = HeldWindow(by: try h.string("by"), window: try TimedWindow(try h.object("window")))
+                if key == "manualLock" { s.manualLock = held } else { s.emergency = held }
+            }
+            if let occurrences = try r.optionalObject("occurrences") {
+                for id in occurrences.keys {
+                    let o = try occurrences.object(id)
+                    try o.rejectUnknownKeys(allowed: ["steps", "ends", "unlock"])
+                    var occurrence = OccurrenceState(
+                        steps: try o.int("steps", minimum: 0), end: try readInstant(o, "ends"))
+                    if let w = try o.optionalObject("unlock") { occurrence.window = try TimedWindow(w) }
+                    s.occurrences[id] = occurrence
+                }
+            }
+            state.stores[name] = s
+        }
+        for (value, path) in try root.array("skips") {
+            let k = try JSONObjectReader(value, path: path)
+            try k.rejectUnknownKeys(allowed: ["occurrence", "until"])
+            state.skips[try k.string("occurrence")] = try readInstant(k, "until")
+        }
+        for (value, path) in try root.array("emergencyUses") {
+            let e = try JSONObjectReader(value, path: path)
+            try e.rejectUnknownKeys(allowed: ["store", "by", "at", "elapsedSeconds"])
+            state.emergencyUses.append(
+                EmergencyUse(
+                    store: try e.string("store"), by: try e.string("by"),
+                    stamp: Stamp(wall: try readInstant(e, "at"), ledger: try readSeconds(e, "elapsedSeconds"))
+                ))
+        }
+        return state
+    }
+}

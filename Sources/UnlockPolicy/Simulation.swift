@@ -1,0 +1,216 @@
+public import Foundation
+
+/// One effect the simulator carried out, with the simulated time it happened.
+public struct PolicyRecord: Sendable, Hashable {
+    /// Real (script) time of the effect.
+    public var at: Date
+    /// The machine's wall clock at that moment (differs from `at` after a clock change).
+    public var wall: Date
+    /// The effect.
+    public var effect: PolicyEffect
+    /// Why carrying it out failed, if it did.
+    public var failure: String?
+
+    /// The record as one compact JSON line (see `docs/policy.md`, "Scenario output").
+    public var jsonLine: String { jsonObject.serialized() }
+
+    var jsonObject: JSONValue {
+        var members: [(String, JSONValue)] = [("at", .string(formatISO8601(millisFromDate(at))))]
+        if wall != at { members.append(("wall", .string(formatISO8601(millisFromDate(wall))))) }
+        func time(_ d: Date) -> JSONValue { .string(formatISO8601(millisFromDate(d))) }
+        switch effect {
+        case .persist:
+            members.append(("effect", .string("persist")))
+        case .wakeUp(let date, _):
+            members.append(("effect", .string("wake-up")))
+            members.append(("wakeAt", time(date)))
+        case .notify(let notice):
+            members.append(("effect", .string("notify")))
+            members.append(("event", .string(notice.kind.rawValue)))
+            if let store = notice.store { members.append(("store", .string(store))) }
+            if let owner = notice.owner { members.append(("owner", .string(owner))) }
+            if let until = notice.until { members.append(("until", time(until))) }
+            members.append(("reason", .string(notice.reason)))
+        case .apply(let store, let selection, let owners):
+            members.append(("effect", .string("apply")))
+            members.append(("store", .string(store)))
+            members.append(("owners", .array(owners.map { .string($0) })))
+            members.append(("targets", selection.json))
+        case .remove(let store, let selection):
+            members.append(("effect", .string("remove")))
+            members.append(("store", .string(store)))
+            members.append(("targets", selection.json))
+        }
+        if let failure { members.append(("failed", .string(failure))) }
+        return .object(members)
+    }
+}
+
+/// Runs a `PolicyEngine` on a simulated clock, carrying out its effects the way the daemon
+/// does: state goes to a `PolicyStateStore`, wake-ups become ticks at the right time, and a
+/// failed persist or wake-up is reported back at once.
+///
+/// Time is real (script) time in milliseconds. The machine's wall clock is real time plus an
+/// offset that `setWallClock` changes; the boot clock counts real time since the last reboot.
+public struct PolicySimulator {
+    /// The engine being driven.
+    public private(set) var engine: PolicyEngine
+    /// Where state is saved.
+    public var stateStore: any PolicyStateStore
+    /// When set, arming a wake-up fails with this reason.
+    public var wakeUpFailure: String?
+    private let systemZoneAtStart: String?
+    private var real: Int64
+    private var wallOffset: Int64 = 0
+    private var bootNumber = 1
+    private var bootStart: Int64
+    private var pendingWake: Int64?
+
+    /// Starts at real time `start`, loading state from `stateStore`.
+    public init(
+        configuration: PolicyConfiguration, stateStore: any PolicyStateStore, systemZone: String? = nil,
+        start: Date
+    ) {
+        var store = stateStore
+        engine = PolicyEngine(configuration: configuration, restoring: store.load(), systemZone: systemZone)
+        self.stateStore = store
+        systemZoneAtStart = systemZone
+        real = millisFromDate(start)
+        bootStart = real
+    }
+
+    /// The current reading of the simulated clocks.
+    public var instant: Instant {
+        Instant(wallMillis: real + wallOffset, monoMillis: real - bootStart, bootID: "boot-\(bootNumber)")
+    }
+
+    /// Real (script) time now.
+    public var now: Date { dateFromMillis(real) }
+
+    /// Moves real time forward to `date`, delivering a `.tick` at every wake-up due on the way.
+    /// Moving backwards is ignored (real time only goes forward).
+    public mutating func advance(to date: Date) -> [PolicyRecord] {
+        let target = millisFromDate(date)
+        var records: [PolicyRecord] = []
+        var guardCount = 0
+        while let wake = pendingWake, bootStart + wake <= target, guardCount < 100_000 {
+            guardCount += 1
+            real = max(real, bootStart + wake)
+            pendingWake = nil
+            records += send(.tick)
+        }
+        real = max(real, target)
+        return records
+    }
+
+    /// Delivers one input now and carries out the effects.
+    public mutating func send(_ input: PolicyInput) -> [PolicyRecord] {
+        perform(engine.handle(input, at: instant), depth: 0)
+    }
+
+    /// Sets the machine's wall clock (real time goes on) and delivers a `.tick`.
+    public mutating func setWallClock(to date: Date) -> [PolicyRecord] {
+        wallOffset = millisFromDate(date) - real
+        return send(.tick)
+    }
+
+    /// Restarts the daemon: a fresh engine loads the saved state. With `reboot`, the boot clock
+    /// restarts too (new boot id). Delivers a `.tick` as the first input.
+    public mutating func restart(reboot: Bool) -> [PolicyRecord] {
+        if reboot {
+            bootNumber += 1
+            bootStart = real
+        }
+        pendingWake = nil
+        let loaded = stateStore.load()
+        engine = PolicyEngine(
+            configuration: engine.configuration, restoring: loaded,
+            systemZone: engine.state.systemZone ?? systemZoneAtStart)
+        return send(.tick)
+    }
+
+    private mutating func perform(_ effects: [PolicyEffect], depth: Int) -> [PolicyRecord] {
+        var records: [PolicyRecord] = []
+        let at = dateFromMillis(real)
+        let wall = dateFromMillis(real + wallOffset)
+        for effect in effects {
+            var failure: EffectFailure?
+            switch effect {
+            case .persist(let state):
+                do throws(PolicyStateError) {
+                    try stateStore.save(state)
+                } catch {
+                    failure = .persist(error.description)
+                }
+            case .wakeUp(_, let monotonic):
+                if let wakeUpFailure {
+                    failure = .wakeUp(wakeUpFailure)
+                } else {
+                    let (s, a) = monotonic.components
+                    pendingWake = s * 1000 + a / 1_000_000_000_000_000
+                }
+            case .notify, .apply, .remove:
+                break
+            }
+            var record = PolicyRecord(at: at, wall: wall, effect: effect)
+            if let failure {
+                switch failure {
+                case .persist(let reason), .wakeUp(let reason): record.failure = reason
+                }
+                records.append(record)
+                // The engine's answer supersedes the rest of this batch.
+                if depth < 4 {
+                    records += perform(engine.handle(.effectFailed(failure), at: instant), depth: depth + 1)
+                }
+                return records
+            }
+            records.append(record)
+        }
+        return records
+    }
+}
+
+// MARK: - Replay
+
+/// Runs a recorded walk's step events through the policy on the recording's own clock, for
+/// `stepgate replay WALK.csv --policy CONFIG --start ISO-TIME [--zone ID]`.
+///
+/// Feed `steps(_:at:)` with each step event's offset from the start of the recording (in
+/// order), then `finish(at:)` with the recording's length. Relocks and schedule boundaries
+/// between step events appear at their own times.
+public struct PolicyReplay {
+    /// The simulator underneath (state in memory).
+    public private(set) var simulator: PolicySimulator
+    private let start: Int64
+
+    /// Starts a replay at wall time `start`, with `zone` as the system time zone.
+    public init(configuration: PolicyConfiguration, start: Date, zone: String? = nil) {
+        simulator = PolicySimulator(
+            configuration: configuration, stateStore: InMemoryPolicyStateStore(), systemZone: zone,
+            start: start)
+        self.start = millisFromDate(start)
+    }
+
+    /// The policy's first effects (shields applied at the start of the recording).
+    public mutating func begin() -> [PolicyRecord] { simulator.send(.tick) }
+
+    /// Feeds `count` steps detected at `offset` into the recording.
+    public mutating func steps(_ count: Int, at offset: Duration) -> [PolicyRecord] {
+        var records = simulator.advance(to: date(offset))
+        records += simulator.send(.steps(count))
+        return records
+    }
+
+    /// Runs the clock to `offset` (the end of the recording), delivering due wake-ups.
+    public mutating func finish(at offset: Duration) -> [PolicyRecord] {
+        simulator.advance(to: date(offset))
+    }
+
+    /// The policy's status now.
+    public var status: PolicyStatus { simulator.engine.status(at: simulator.instant) }
+
+    private func date(_ offset: Duration) -> Date {
+        let (s, a) = offset.components
+        return dateFromMillis(start + s * 1000 + a / 1_000_000_000_000_000)
+    }
+}

@@ -1,0 +1,223 @@
+public import Foundation
+
+/// One reading of the shell's clocks, passed with every input.
+///
+/// The engine never reads a clock. The shell reads the wall clock (UTC) and a clock that counts
+/// elapsed time since boot *including suspend* (`CLOCK_BOOTTIME` on Linux), and names the boot
+/// (`/proc/sys/kernel/random/boot_id`). Unlock windows, manual locks and the emergency allowance
+/// are measured in elapsed time, so wall-clock jumps neither lengthen a window nor grant anything;
+/// see `docs/policy.md` ("Time").
+///
+/// Both clocks are used at millisecond resolution.
+public struct Instant: Sendable, Hashable, CustomStringConvertible {
+    /// The wall clock, in UTC.
+    public var wall: Date
+    /// Elapsed time since boot, including time spent suspended.
+    public var monotonic: Duration
+    /// Identifies the boot that `monotonic` belongs to.
+    public var bootID: String
+
+    /// Creates a clock reading.
+    public init(wall: Date, monotonic: Duration, bootID: String) {
+        self.wall = wall
+        self.monotonic = monotonic
+        self.bootID = bootID
+    }
+
+    init(wallMillis: Int64, monoMillis: Int64, bootID: String) {
+        self.wall = dateFromMillis(wallMillis)
+        self.monotonic = .milliseconds(monoMillis)
+        self.bootID = bootID
+    }
+
+    var wallMillis: Int64 { millisFromDate(wall) }
+
+    var monoMillis: Int64 {
+        let (seconds, attoseconds) = monotonic.components
+        return seconds &* 1000 &+ attoseconds / 1_000_000_000_000_000
+    }
+
+    public var description: String { "\(formatISO8601(wallMillis)) (+\(monoMillis) ms, boot \(bootID))" }
+}
+
+/// Milliseconds since 1970-01-01T00:00:00Z, rounded; extreme dates are clamped.
+func millisFromDate(_ date: Date) -> Int64 {
+    let ms = (date.timeIntervalSince1970 * 1000).rounded()
+    guard ms.isFinite else { return 0 }
+    return Int64(max(-1.0e15, min(1.0e15, ms)))
+}
+
+func dateFromMillis(_ ms: Int64) -> Date { Date(timeIntervalSince1970: Double(ms) / 1000) }
+
+let millisPerMinute: Int64 = 60_000
+let millisPerDay: Int64 = 86_400_000
+
+// MARK: - Civil dates (proleptic Gregorian, after Howard Hinnant's algorithms)
+
+/// Days since 1970-01-01 for a civil date.
+func daysFromCivil(year: Int64, month: Int64, day: Int64) -> Int64 {
+    let y = month <= 2 ? year - 1 : year
+    let era = (y >= 0 ? y : y - 399) / 400
+    let yoe = y - era * 400
+    let mp = (month + 9) % 12
+    let doy = (153 * mp + 2) / 5 + day - 1
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy
+    return era * 146_097 + doe - 719_468
+}
+
+/// The civil date of a day number (days since 1970-01-01).
+func civilFromDays(_ days: Int64) -> (year: Int64, month: Int64, day: Int64) {
+    let z = days + 719_468
+    let era = (z >= 0 ? z : z - 146_096) / 146_097
+    let doe = z - era * 146_097
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100)
+    let mp = (5 * doy + 2) / 153
+    let day = doy - (153 * mp + 2) / 5 + 1
+    let month = mp < 10 ? mp + 3 : mp - 9
+    return (yoe + era * 400 + (month <= 2 ? 1 : 0), month, day)
+}
+
+func floorDiv(_ a: Int64, _ b: Int64) -> Int64 {
+    let q = a / b
+    return (a % b != 0 && (a < 0) != (b < 0)) ? q - 1 : q
+}
+
+/// 0 = Sunday … 6 = Saturday.
+func weekday(ofDay days: Int64) -> Int {
+    Int(((days + 4) % 7 + 7) % 7)
+}
+
+func twoDigits(_ n: Int64) -> String { n < 10 ? "0\(n)" : "\(n)" }
+
+/// `YYYY-MM-DD` for a day number.
+func formatDay(_ days: Int64) -> String {
+    let (y, m, d) = civilFromDays(days)
+    let year = String(y)
+    return String(repeating: "0", count: max(0, 4 - year.count)) + year + "-" + twoDigits(m) + "-"
+        + twoDigits(d)
+}
+
+/// Parses `YYYY-MM-DD` to a day number.
+func parseDay(_ text: Substring) -> Int64? {
+    let parts = text.split(separator: "-", omittingEmptySubsequences: false)
+    guard parts.count == 3, parts[0].count == 4, parts[1].count == 2, parts[2].count == 2,
+        let y = Int64(parts[0]), let m = Int64(parts[1]), let d = Int64(parts[2]),
+        (1...12).contains(m), (1...31).contains(d)
+    else { return nil }
+    let days = daysFromCivil(year: y, month: m, day: d)
+    let back = civilFromDays(days)
+    guard back.month == m, back.day == d else { return nil }
+    return days
+}
+
+// MARK: - ISO 8601
+
+/// `2025-03-01T18:00:00Z`, with `.sss` only when the instant has milliseconds.
+func formatISO8601(_ ms: Int64) -> String {
+    let days = floorDiv(ms, millisPerDay)
+    let rest = ms - days * millisPerDay
+    let seconds = rest / 1000
+    let millis = rest % 1000
+    var text =
+        formatDay(days) + "T" + twoDigits(seconds / 3600) + ":" + twoDigits(seconds / 60 % 60) + ":"
+        + twoDigits(seconds % 60)
+    if millis != 0 {
+        let digits = String(millis)
+        text += "." + String(repeating: "0", count: 3 - digits.count) + digits
+    }
+    return text + "Z"
+}
+
+/// Parses an ISO 8601 instant: `YYYY-MM-DDTHH:MM:SS[.fff](Z|±HH:MM)`. Returns milliseconds.
+func parseISO8601(_ text: String) -> Int64? {
+    let chars = Array(text.utf8)
+    guard chars.count >= 20, chars[10] == UInt8(ascii: "T") || chars[10] == UInt8(ascii: "t") else {
+        return nil
+    }
+    guard let days = parseDay(Substring(text.prefix(10))) else { return nil }
+    func number(_ range: Range<Int>) -> Int64? {
+        var n: Int64 = 0
+        for i in range {
+            guard i < chars.count, (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(chars[i]) else {
+                return nil
+            }
+            n = n * 10 + Int64(chars[i] - UInt8(ascii: "0"))
+        }
+        return n
+    }
+    guard chars[13] == UInt8(ascii: ":"), chars[16] == UInt8(ascii: ":"),
+        let hour = number(11..<13), let minute = number(14..<16), let second = number(17..<19),
+        hour < 24, minute < 60, second < 60
+    else { return nil }
+    var index = 19
+    var millis: Int64 = 0
+    if index < chars.count, chars[index] == UInt8(ascii: ".") {
+        index += 1
+        var digits = 0
+        while index < chars.count, (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(chars[index]) {
+            if digits < 3 { millis = millis * 10 + Int64(chars[index] - UInt8(ascii: "0")) }
+            digits += 1
+            index += 1
+        }
+        guard digits > 0 else { return nil }
+        for _ in digits..<max(digits, 3) { millis *= 10 }
+    }
+    guard index < chars.count else { return nil }
+    var offset: Int64 = 0
+    if chars[index] == UInt8(ascii: "Z") || chars[index] == UInt8(ascii: "z") {
+        index += 1
+    } else if chars[index] == UInt8(ascii: "+") || chars[index] == UInt8(ascii: "-") {
+        let sign: Int64 = chars[index] == UInt8(ascii: "+") ? 1 : -1
+        guard index + 6 == chars.count, chars[index + 3] == UInt8(ascii: ":"),
+            let oh = number(index + 1..<index + 3), let om = number(index + 4..<index + 6), oh < 24, om < 60
+        else { return nil }
+        offset = sign * (oh * 3600 + om * 60) * 1000
+        index += 6
+    } else {
+        return nil
+    }
+    guard index == chars.count else { return nil }
+    return days * millisPerDay + (hour * 3600 + minute * 60 + second) * 1000 + millis - offset
+}
+
+// MARK: - Time of day
+
+/// A local time of day, `HH:MM`, in minutes after midnight.
+public struct TimeOfDay: Sendable, Hashable, Comparable, CustomStringConvertible {
+    /// Minutes after local midnight, 0 ..< 1440.
+    public var minutes: Int
+
+    /// Creates a time of day; `nil` unless `0 <= hour < 24` and `0 <= minute < 60`.
+    public init?(hour: Int, minute: Int) {
+        guard (0..<24).contains(hour), (0..<60).contains(minute) else { return nil }
+        self.minutes = hour * 60 + minute
+    }
+
+    /// Parses `HH:MM` (two digits each).
+    public init?(_ text: String) {
+        let parts = text.split(separator: ":", omittingEmptySubsequences: false)
+        guard parts.count == 2, parts[0].count == 2, parts[1].count == 2,
+            parts[0].allSatisfy(\.isASCII), parts[1].allSatisfy(\.isASCII),
+            let h = Int(parts[0]), let m = Int(parts[1])
+        else { return nil }
+        self.init(hour: h, minute: m)
+    }
+
+    public static func < (lhs: TimeOfDay, rhs: TimeOfDay) -> Bool { lhs.minutes < rhs.minutes }
+
+    public var description: String {
+        twoDigits(Int64(minutes / 60)) + ":" + twoDigits(Int64(minutes % 60))
+    }
+}
+
+/// Formats a duration in milliseconds for messages: `30 min`, `1 h 30 min`, `45 s`.
+func formatDuration(_ ms: Int64) -> String {
+    let seconds = max(0, ms) / 1000
+    if seconds < 60 { return "\(seconds) s" }
+    let minutes = (seconds + 30) / 60
+    if minutes < 60 { return "\(minutes) min" }
+    let h = minutes / 60
+    let m = minutes % 60
+    return m == 0 ? "\(h) h" : "\(h) h \(m) min"
+}

@@ -1,0 +1,201 @@
+import Foundation
+import Testing
+
+@testable import UnlockPolicy
+
+@Suite("8. Persisted state")
+struct PersistenceTests {
+    func busyState() throws -> PolicyState {
+        var clock = ManualClock("2025-03-01T21:30:00Z")
+        var config = scheduleConfig(start: "22:00", end: "07:00", goal: ScheduleGoal(steps: 50, minutes: 20))
+        config.stores[0].gate = GateConfiguration(goals: [GoalTier(steps: 100, minutes: 30)])
+        var engine = PolicyEngine(configuration: config)
+        _ = engine.handle(.steps(100), at: clock.now)
+        _ = engine.handle(
+            .command(.lock(store: "games", duration: .seconds(5400), by: "dana")), at: clock.now)
+        _ = engine.handle(.command(.emergencyUnlock(store: "games", by: "dana")), at: clock.now)
+        clock.advance(minutes: 45)
+        _ = engine.handle(.steps(30), at: clock.now)
+        _ = engine.handle(.command(.skip(schedule: "night", occurrence: "2025-03-02")), at: clock.now)
+        return engine.state
+    }
+
+    @Test func roundTripsExactly() throws {
+        let state = try busyState()
+        let text = state.encoded()
+        #expect(text.contains("\"version\": 1"))
+        #expect(text.contains("\"lengthSeconds\": 5400"))
+        #expect(text.contains("\"start\": \"2025-03-01T21:30:00Z\""))
+        let back = try PolicyState.decode(text)
+        #expect(back == state)
+        #expect(back.encoded() == text)
+    }
+
+    @Test(arguments: [
+        ("{", "invalid JSON"),
+        ("[]", "expected an object"),
+        ("{\"version\": 1}", "elapsedSeconds: missing required key"),
+        ("{\"version\": \"1\"}", "version: expected an integer"),
+        (
+            "{\"version\": 1, \"elapsedSeconds\": 0, \"stores\": {}, \"extra\": true}",
+            "extra: unknown key"
+        ),
+    ])
+    func corruptFilesSayWhy(text: String, fragment: String) {
+        #expect(throws: PolicyStateError.self) { try PolicyState.decode(text) }
+        do {
+            _ = try PolicyState.decode(text)
+        } catch {
+            #expect(error.description.contains(fragment), "\(error)")
+        }
+    }
+
+    @Test func corruptStateStartsLockedAndSaysWhy() {
+        var store = InMemoryPolicyStateStore(text: "{\"version\": 1, \"elapsed")
+        var engine = PolicyEngine(configuration: gateConfig(), restoring: store.load())
+        let clock = ManualClock("2025-03-01T10:00:00Z")
+        #expect(engine.handle(.tick, at: clock.now).applies == ["games"])
+        #expect(engine.problems.first?.contains("corrupt") == true)
+        #expect(engine.problems.first?.contains("started locked") == true)
+    }
+
+    @Test func newerVersionIsNeverOverwritten() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "policy-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let path = directory.appendingPathComponent("state.json").path
+        let future = "{\"version\": 99, \"whatever\": true}\n"
+        try future.write(toFile: path, atomically: false, encoding: .utf8)
+        var store = FilePolicyStateStore(path: path)
+        let loaded = store.load()
+        #expect(loaded.error == .newerVersion(99))
+        var engine = PolicyEngine(configuration: gateConfig(), restoring: loaded)
+        let clock = ManualClock("2025-03-01T10:00:00Z")
+        _ = engine.handle(.tick, at: clock.now)
+        #expect(engine.shielded("games", at: clock.now))
+        #expect(throws: PolicyStateError.newerVersion(99)) { try store.save(engine.state) }
+        #expect(try String(contentsOfFile: path, encoding: .utf8) == future)
+    }
+
+    @Test func fileStoreWritesAtomicallyAndMovesCorruptFilesAside() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "policy-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let path = directory.appendingPathComponent("state.json").path
+        var store = FilePolicyStateStore(path: path)
+        #expect(try store.load().get() == nil)
+        let state = try busyState()
+        try store.save(state)
+        #expect(try store.load().get() == state)
+        try "garbage".write(toFile: path, atomically: false, encoding: .utf8)
+        var again = FilePolicyStateStore(path: path)
+        #expect(again.load().error != nil)
+        try again.save(state)
+        #expect(try String(contentsOfFile: path + ".corrupt", encoding: .utf8) == "garbage")
+        #expect(try again.load().get() == state)
+        let leftovers = try FileManager.default.contentsOfDirectory(atPath: directory.path).filter {
+            $0.contains(".tmp-")
+        }
+        #expect(leftovers.isEmpty)
+    }
+}
+
+extension Result {
+    var error: Failure? {
+        if case .failure(let e) = self { return e }
+        return nil
+    }
+}
+
+@Suite("9. Configuration")
+struct ConfigurationTests {
+    @Test func theCommentedSampleParses() throws {
+        let url = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("samples/policy.example.json")
+        let config = try PolicyConfiguration.load(contentsOf: url)
+        #expect(!config.stores.isEmpty)
+    }
+
+    @Test func policySectionOfAWholeConfigFile() throws {
+        let config = try PolicyConfiguration.parse(
+            #"{"detector": {"anything": 1}, "policy": {"stores": {"a": {"selection": {"hooks": ["h"]}}}}}"#)
+        #expect(config.stores.map(\.name) == ["a"])
+        do {
+            _ = try PolicyConfiguration.parse(#"{"policy": {"stores": {"a": {"selection": {"hook": []}}}}}"#)
+            Issue.record("accepted an unknown key")
+        } catch {
+            #expect(error.path == "policy.stores.a.selection.hook")
+        }
+    }
+
+    static let base =
+        #"{"timeZone": "Europe/Berlin", "stores": {"games": {"selection": {"executables": ["x"]}, "#
+
+    @Test(arguments: [
+        (
+            #""schedules": [{"name": "a", "start": "10:00", "end": "11:00"}, {"name": "b", "start": "25:00", "end": "07:00"}]}}}"#,
+            #"stores.games.schedules[1].start: expected "HH:MM", found "25:00""#
+        ),
+        (
+            #""gate": {"goals": [{"steps": 100, "minutes": 30}], "cap": 2}}}}"#,
+            #"stores.games.gate.cap: unknown key; expected one of "goals", "dailyUnlockCap""#
+        ),
+        (
+            #""gate": {"goals": [{"steps": "100", "minutes": 30}]}}}}"#,
+            #"stores.games.gate.goals[0].steps: expected an integer, found "100""#
+        ),
+        (
+            #""schedules": [{"name": "a", "start": "10:00", "end": "10:00"}]}}}"#,
+            "stores.games.schedules[0].end: start and end are both 10:00: a window must last at least a minute"
+        ),
+        (
+            #""schedules": [{"name": "a", "start": "10:00", "end": "11:00", "timeZone": "Mars/Olympus"}]}}}"#,
+            #"stores.games.schedules[0].timeZone: unknown time zone "Mars/Olympus""#
+        ),
+        (
+            #""schedules": [{"name": "a", "start": "10:00", "end": "11:00", "timeZone": "UTC+2"}]}}}"#,
+            #"stores.games.schedules[0].timeZone: "UTC+2" is an offset; use a zone identifier such as "Europe/Berlin""#
+        ),
+        (
+            #""gate": {"goals": [{"steps": 100, "minutes": 0}]}}}}"#,
+            "stores.games.gate.goals[0].minutes: an unlock window must last at least a minute"
+        ),
+        (
+            #""gate": {"goals": [{"steps": 100, "minutes": 30}, {"steps": 90, "minutes": 60}]}}}}"#,
+            "stores.games.gate.goals[1]: graduated goals must increase in both steps and minutes"
+        ),
+        (
+            #""schedules": [{"name": "a", "days": ["mon", "fry"], "start": "10:00", "end": "11:00"}]}}}"#,
+            #"stores.games.schedules[0].days[1]: expected "daily", "weekdays", "weekends" or a list of "mon"…"sun", found "fry""#
+        ),
+        (
+            #""schedules": [{"name": "a", "start": "10:00", "end": "11:00", "goal": {"steps": 10, "minutes": 0}}]}}}"#,
+            "stores.games.schedules[0].goal.minutes: an unlock window must last at least a minute"
+        ),
+        (#""schedules": 3}}}"#, "stores.games.schedules: expected an array, found an integer"),
+    ])
+    func errorsNameTheJSONPath(tail: String, message: String) {
+        do {
+            _ = try PolicyConfiguration.parse(Self.base + tail)
+            Issue.record("accepted: \(tail)")
+        } catch {
+            #expect(error.description == message)
+        }
+    }
+
+    @Test func unknownTopLevelKeyAndZoneOffset() {
+        #expect(throws: (any Error).self) {
+            try PolicyConfiguration.parse(#"{"stores": {}, "timezone": "UTC"}"#)
+        }
+        #expect(throws: (any Error).self) {
+            try PolicyConfiguration.parse(#"{"stores": {}, "timeZone": "+02:00"}"#)
+        }
+        #expect(throws: (any Error).self) {
+            try PolicyConfiguration.parse(#"{"stores": {}, "timeZone": "Etc/GMT-2"}"#)
+        }
+        #expect(
+            (try? PolicyConfiguration.parse(#"{"stores": {}, "timeZone": "America/Port-au-Prince"}"#)) != nil)
+    }
+}

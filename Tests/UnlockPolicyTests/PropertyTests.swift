@@ -1,0 +1,232 @@
+import Foundation
+import Testing
+
+@testable import UnlockPolicy
+
+/// Keeps the saved state as a value; `load` goes through the JSON encoding, so every restart
+/// in these tests is a real round trip, but saves stay cheap.
+struct ValueStateStore: PolicyStateStore {
+    var saved: PolicyState?
+    mutating func load() -> Result<PolicyState?, PolicyStateError> {
+        guard let saved else { return .success(nil) }
+        return Result { () throws(PolicyStateError) in try PolicyState.decode(saved.encoded()) }.map { $0 }
+    }
+    mutating func save(_ state: PolicyState) throws(PolicyStateError) { saved = state }
+}
+
+enum Op: CustomStringConvertible {
+    case steps(Int)
+    case wait(seconds: Int)
+    case lock(minutes: Int)
+    case emergency
+    case skip
+    case setClock(offsetMinutes: Int)
+    case zone(String)
+    case restart
+    case reboot
+
+    var description: String {
+        switch self {
+        case .steps(let n): "steps \(n)"
+        case .wait(let s): "wait \(s)s"
+        case .lock(let m): "lock \(m)min"
+        case .emergency: "emergency"
+        case .skip: "skip"
+        case .setClock(let m): "setClock \(m)min"
+        case .zone(let z): "zone \(z)"
+        case .restart: "restart"
+        case .reboot: "reboot"
+        }
+    }
+
+    static func random(using g: inout SplitMix64, clockJumps: Bool) -> Op {
+        switch Int.random(in: 0..<100, using: &g) {
+        case 0..<40: return .steps(Int.random(in: 0...120, using: &g))
+        case 40..<75: return .wait(seconds: Int.random(in: 0...3600, using: &g))
+        case 75..<80: return .lock(minutes: Int.random(in: 1...180, using: &g))
+        case 80..<84: return .emergency
+        case 84..<88: return .skip
+        case 88..<94 where clockJumps:
+            return .setClock(offsetMinutes: Int.random(in: -1500...1500, using: &g))
+        case 94..<97:
+            return .zone(
+                ["Europe/Berlin", "America/New_York", "Asia/Tokyo"][Int.random(in: 0..<3, using: &g)])
+        default: return .wait(seconds: Int.random(in: 0...600, using: &g))
+        }
+    }
+}
+
+let propertyConfig = PolicyConfiguration(
+    emergency: EmergencyPolicy(perWeek: 2, minutes: 15),
+    stores: [
+        StoreConfiguration(
+            name: "games", selection: Selection(executables: ["/usr/bin/steam", "/usr/games/x"]),
+            gate: GateConfiguration(
+                goals: [GoalTier(steps: 100, minutes: 30), GoalTier(steps: 250, minutes: 60)],
+                dailyUnlockCap: 3)),
+        StoreConfiguration(
+            name: "evening", selection: Selection(executables: ["/usr/bin/steam"], domains: ["example.com"]),
+            schedules: [
+                ScheduleConfiguration(
+                    name: "evening", start: TimeOfDay(hour: 18, minute: 0) ?? TimeOfDay(hour: 0, minute: 0)!,
+                    end: TimeOfDay(hour: 1, minute: 30) ?? TimeOfDay(hour: 0, minute: 0)!,
+                    goal: ScheduleGoal(steps: 300, minutes: 20))
+            ]),
+    ])
+
+struct Driver {
+    var sim: PolicySimulator
+    var wallOffset: Int64 = 0
+    var physical = Set<Target>()
+    var records: [PolicyRecord] = []
+
+    init(start: Date) {
+        sim = PolicySimulator(
+            configuration: propertyConfig, stateStore: ValueStateStore(), systemZone: "Europe/Berlin",
+            start: start)
+        apply(.wait(seconds: 0))
+    }
+
+    mutating func apply(_ op: Op) {
+        var out: [PolicyRecord]
+        switch op {
+        case .steps(let n): out = sim.send(.steps(n))
+        case .wait(let s):
+            out = sim.advance(to: sim.now.addingTimeInterval(Double(s)))
+            if s == 0 { out += sim.send(.tick) }
+        case .lock(let m):
+            out = sim.send(.command(.lock(store: "games", duration: .seconds(60 * m), by: "prop")))
+        case .emergency: out = sim.send(.command(.emergencyUnlock(store: "games", by: "prop")))
+        case .skip: out = sim.send(.command(.skip(schedule: "evening", occurrence: nil)))
+        case .setClock(let m):
+            wallOffset = Int64(m) * 60_000
+            out = sim.setWallClock(to: sim.now.addingTimeInterval(Double(m) * 60))
+        case .zone(let z): out = sim.send(.zoneChanged(z))
+        case .restart: out = sim.restart(reboot: false)
+        case .reboot: out = sim.restart(reboot: true)
+        }
+        for r in out {
+            switch r.effect {
+            case .apply(_, let selection, _): physical.formUnion(selection.targets)
+            case .remove(_, let selection): physical.subtract(selection.targets)
+            default: break
+            }
+        }
+        records = out
+    }
+
+    var outcome: [String] {
+        sim.engine.status(at: sim.instant).stores.map { "\($0.name):\($0.shielded):\($0.owners)" }
+    }
+}
+
+@Suite("Properties over random input sequences")
+struct PropertyTests {
+    /// Never unlocked without a met goal or an emergency; no window longer than its length in
+    /// elapsed time; removing an owner never unshields another owner's target.
+    @Test(arguments: 0..<8)
+    func invariantsHold(batch: Int) {
+        for seed in UInt64(batch * 250)..<UInt64(batch * 250 + 250) {
+            var g = SplitMix64(seed: seed)
+            let start = Date(
+                timeIntervalSince1970: 1_740_787_200 + Double(Int.random(in: 0..<86_400, using: &g)))
+            var d = Driver(start: start)
+            var stepsSinceLock = 0
+            var unlockedAt: Date?
+            var emergencyAt: Date?
+            var lockUntil: Date?
+            for i in 0..<150 {
+                let op = Op.random(using: &g, clockJumps: true)
+                d.apply(op)
+                if case .lock(let m) = op,
+                    d.records.contains(where: {
+                        if case .notify(let n) = $0.effect {
+                            n.kind == .ownerAdded || n.kind == .refused
+                        } else {
+                            false
+                        }
+                    })
+                {
+                    let until = d.sim.now.addingTimeInterval(Double(m) * 60)
+                    if d.records.contains(where: {
+                        if case .notify(let n) = $0.effect {
+                            n.kind == .ownerAdded && n.owner == "lock:prop"
+                        } else {
+                            false
+                        }
+                    }) || lockUntil == nil || until > (lockUntil ?? until) {
+                        if !d.records.contains(where: {
+                            if case .notify(let n) = $0.effect { n.kind == .refused } else { false }
+                        }) {
+                            lockUntil = until
+                        }
+                    }
+                }
+                for r in d.records {
+                    guard case .notify(let n) = r.effect, n.store == "games" || n.kind == .failClosed else {
+                        continue
+                    }
+                    if n.kind == .ownerAdded && n.owner == "gate" {
+                        stepsSinceLock = 0
+                        unlockedAt = nil
+                    }
+                    if n.kind == .ownerRemoved && n.owner == "gate" { unlockedAt = unlockedAt ?? r.at }
+                    if n.kind == .emergencyStarted { emergencyAt = r.at }
+                    if n.kind == .emergencyEnded || n.kind == .failClosed { emergencyAt = nil }
+                }
+                // Relocks are evaluated before new steps are counted.
+                if case .steps(let n) = op { stepsSinceLock += n }
+                let status = d.sim.engine.status(at: d.sim.instant)
+                let gamesStatus = status.stores[1]
+                let context = "seed \(seed) op \(i) \(op)"
+                if !gamesStatus.owners.contains("gate") {
+                    #expect(stepsSinceLock >= 100, "\(context): gate open after \(stepsSinceLock) steps")
+                    if let unlockedAt {
+                        #expect(
+                            d.sim.now.timeIntervalSince(unlockedAt) <= 3600, "\(context): window too long")
+                    }
+                }
+                if let emergencyAt {
+                    #expect(d.sim.now.timeIntervalSince(emergencyAt) <= 900, "\(context): emergency too long")
+                }
+                if !gamesStatus.shielded {
+                    #expect(
+                        emergencyAt != nil || !gamesStatus.owners.contains("gate"),
+                        "\(context): open while the gate holds it")
+                }
+                if let lockUntil, d.sim.now < lockUntil {
+                    #expect(gamesStatus.owners.contains("lock:prop"), "\(context): lock ended early")
+                }
+                for (i, store) in propertyConfig.stores.enumerated() where status.stores[i].shielded {
+                    #expect(
+                        store.selection.targets.isSubset(of: d.physical),
+                        "\(context): \(store.name) not applied")
+                }
+            }
+        }
+    }
+
+    /// A restart (same boot) never changes the outcome; neither does a reboot when the wall clock
+    /// is not changed while the daemon is down.
+    @Test(arguments: 0..<4)
+    func restartNeverChangesTheOutcome(batch: Int) {
+        for seed in UInt64(10_000 + batch * 250)..<UInt64(10_000 + batch * 250 + 250) {
+            var g = SplitMix64(seed: seed)
+            let start = Date(
+                timeIntervalSince1970: 1_740_787_200 + Double(Int.random(in: 0..<86_400, using: &g)))
+            let jumps = seed % 2 == 0
+            var a = Driver(start: start)
+            var b = Driver(start: start)
+            for i in 0..<120 {
+                let op = Op.random(using: &g, clockJumps: jumps)
+                a.apply(op)
+                b.apply(op)
+                if Int.random(in: 0..<5, using: &g) == 0 {
+                    b.apply(jumps || Bool.random(using: &g) ? .restart : .reboot)
+                }
+                #expect(a.outcome == b.outcome, "seed \(seed) op \(i) \(op)")
+                if a.outcome != b.outcome { return }
+            }
+        }
+    }
+}
