@@ -18,14 +18,16 @@ let package = Package(
         // The shared unlock policy: pure engine, config, versioned state (Foundation only).
         .target(name: "UnlockPolicy"),
         // The imperative shell: one file per subcommand.
-        .target(name: "StepGateCLI", dependencies: ["StepDetection", "SensorInput", "Tuning", "UnlockPolicy"]),
+        .target(
+            name: "StepGateCLI", dependencies: ["StepDetection", "SensorInput", "Tuning", "UnlockPolicy"]),
         .executableTarget(name: "stepgate", dependencies: ["StepGateCLI"]),
         // Test support: fakes and fixture loading, for test targets only.
         .target(name: "StepGateTestSupport"),
         // Tests
         .testTarget(name: "StepDetectionTests", dependencies: ["StepDetection", "StepGateTestSupport"]),
         .testTarget(name: "SensorInputTests", dependencies: ["SensorInput", "StepGateTestSupport"]),
-        .testTarget(name: "UnlockPolicyTests", dependencies: ["UnlockPolicy"], resources: [.copy("Scenarios")]),
+        .testTarget(
+            name: "UnlockPolicyTests", dependencies: ["UnlockPolicy"], resources: [.copy("Scenarios")]),
         .testTarget(
             name: "TuningTests",
             dependencies: ["Tuning", "StepDetection", "SensorInput", "StepGateTestSupport"]),

@@ -2,6 +2,7 @@ import Foundation
 import SensorInput
 import StepDetection
 import Tuning
+import UnlockPolicy
 
 /// `stepgate bench`: measures the detector, the CSV readers and whole replays.
 struct Bench: Command {
@@ -62,6 +63,16 @@ struct Bench: Command {
                     "detector, \(formatFixed(rate, decimals: 1)) Hz synthetic walk, \(samples.count) samples: "
                         + "\(formatFixed(ns, decimals: 2)) ns/sample (\(steps) steps)")
             }
+        }
+        let workload = PolicyBenchmark.workload(count: 1_000_000)
+        var effects = 0
+        let policyNs = best(repeats) { effects = PolicyBenchmark.drive(workload) }
+        let inputsPerSecond = Double(workload.count) / (policyNs / 1e9)
+        figures.add("policy_inputs_per_s", inputsPerSecond, decimals: 0)
+        if !json {
+            out.line(
+                "policy engine, \(workload.count) inputs (steps, ticks, locks, emergencies): "
+                    + "\(formatFixed(inputsPerSecond / 1e6, decimals: 2)) M inputs/s (\(effects) effects)")
         }
         var parseFiles = files
         var temporary: String?

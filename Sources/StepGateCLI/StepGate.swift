@@ -6,7 +6,9 @@ public enum StepGate {
     public static let version = "0.1.0"
 
     /// Every subcommand, in the order help lists them.
-    static let commands: [any Command.Type] = [Replay.self, Eval.self, Config.self, Bench.self]
+    static let commands: [any Command.Type] = [
+        Replay.self, Eval.self, Simulate.self, Config.self, Bench.self,
+    ]
 
     /// Runs `stepgate` with the process's arguments and exits.
     public static func main() async -> Never {

@@ -23,6 +23,14 @@ public struct RecordingSummary: Sendable, Hashable {
     /// Bytes of the file read.
     public var bytes = 0
 
+    /// A summary with nothing counted yet.
+    public init(path: String, format: RecordingFormat, unit: AccelerationUnit, gravityIncluded: Bool) {
+        self.path = path
+        self.format = format
+        self.unit = unit
+        self.gravityIncluded = gravityIncluded
+    }
+
     /// Time between the first and the last sample, in seconds.
     public var duration: Double { Double(lastTimestamp &- firstTimestamp) / 1e9 }
 

@@ -22,7 +22,7 @@ struct CommandLineTests {
         let help = try stepgate("--help")
         #expect(help.status == 0)
         #expect(help.standardOutput.contains("USAGE: stepgate <subcommand>"))
-        for name in ["replay", "eval", "config", "bench"] {
+        for name in ["replay", "eval", "simulate", "config", "bench"] {
             #expect(help.standardOutput.contains("  \(name) "))
             let sub = try stepgate(name, "--help")
             #expect(sub.status == 0)
@@ -44,6 +44,22 @@ struct CommandLineTests {
         (["eval"], "missing expected argument '<set>...'"),
         (["config", "a", "b"], "unexpected argument 'b'"),
         (["bench", "--samples", "10"], "invalid value '10' for '--samples'"),
+        (["simulate", "s.jsonl"], "missing '--config <file>'"),
+        (["replay", "x.csv", "--policy", "p.json"], "'--policy' needs '--start <time>'"),
+        (
+            ["replay", "x.csv", "--start", "2026-01-01T00:00:00Z"],
+            "'--start' and '--zone' go with '--policy <file>'"
+        ),
+        (
+            ["replay", "x.csv", "--policy", "p.json", "--start", "yesterday"],
+            "invalid value 'yesterday' for '--start'"
+        ),
+        (
+            [
+                "replay", "x.csv", "--policy", "p.json", "--start", "2026-01-01T00:00:00Z", "--zone",
+                "Mars/Olympus",
+            ], "invalid value 'Mars/Olympus' for '--zone'"
+        ),
     ])
     func usageErrorsExit64WithUsage(arguments: [String], message: String) throws {
         let result = try runProcess(Fixtures.stepgateExecutable, arguments)
@@ -181,5 +197,70 @@ struct CommandLineTests {
             #expect((figures[key] as? Double ?? 0) > 0, "\(key)")
         }
         #expect((figures["csv_parse_mb_per_s"] as? [String: Any])?.count == 1)
+    }
+
+    private var scenarios: URL {
+        Fixtures.packageRoot.appendingPathComponent("Tests/UnlockPolicyTests/Scenarios")
+    }
+
+    @Test func simulateRunsAScenarioAndChecksItsExpectations() throws {
+        let result = try stepgate(
+            "simulate", "--config", scenarios.appendingPathComponent("configs/gate.json").path,
+            scenarios.appendingPathComponent("gate-graduated-cap.jsonl").path)
+        #expect(result.status == 0, "\(result.standardError)")
+        let lines = result.standardOutput.split(separator: "\n")
+        #expect(!lines.isEmpty)
+        for line in lines {
+            let object = try #require(
+                try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
+            #expect(object["at"] is String)
+            // One line per effect, or the verdict of an "expect" line.
+            #expect(object["effect"] is String || object["expect"] as? String == "ok")
+        }
+        #expect(result.standardOutput.contains(#""effect":"remove""#))
+    }
+
+    @Test func simulateStopsAtAFailedExpectationWithTheLine() throws {
+        let script = try temporaryFile(
+            "s.jsonl",
+            """
+            {"at": "2025-03-01T09:00:00Z", "tick": true}
+            {"after": 1, "expect": {"open": ["games"]}}
+            """)
+        let result = try stepgate(
+            "simulate", "--config", scenarios.appendingPathComponent("configs/gate.json").path, script)
+        #expect(result.status == 1)
+        #expect(result.standardError.contains("s.jsonl:2:"), "\(result.standardError)")
+    }
+
+    @Test func simulateReportsConfigurationErrorsWithTheirPath() throws {
+        let config = try temporaryFile(
+            "p.json", #"{"stores": {"games": {"selection": {"executables": [1]}}}}"#)
+        let script = try temporaryFile("s.jsonl", #"{"at": "2025-03-01T09:00:00Z", "tick": true}"#)
+        let result = try stepgate("simulate", "--config", config, script)
+        #expect(result.status == 1)
+        #expect(
+            result.standardError.contains("stores.games.selection.executables"), "\(result.standardError)")
+    }
+
+    @Test func replayThroughThePolicyUnlocksAfterTheGoal() throws {
+        let policy = try temporaryFile(
+            "p.json",
+            #"{"stores": {"games": {"selection": {"executables": ["/usr/games/x"]}, "gate": {"goals": [{"steps": 100, "minutes": 1}]}}}}"#
+        )
+        let result = try stepgate(
+            "replay", sample("walk-front-pocket-303.csv"), "--policy", policy, "--start",
+            "2026-11-29T18:00:00Z",
+            "--zone", "UTC")
+        #expect(result.status == 0, "\(result.standardError)")
+        let events = result.standardOutput.split(separator: "\n").dropFirst().compactMap {
+            try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
+        }
+        let effects = events.compactMap { $0["effect"] as? String }
+        #expect(!effects.contains("persist"))
+        // Locked at the start, unlocked once 100 steps are walked, locked again a minute later.
+        #expect(effects.first(where: { $0 == "apply" || $0 == "remove" }) == "apply")
+        #expect(effects.filter { $0 == "remove" }.count == 1)
+        #expect(effects.filter { $0 == "apply" }.count >= 2)
     }
 }
