@@ -60,10 +60,11 @@ public struct FilePolicyStateStore: PolicyStateStore, Sendable {
 
     public mutating func load() -> Result<PolicyState?, PolicyStateError> {
         let bytes: [UInt8]
-        switch readFile(path) {
-        case .success(let b?): bytes = b
-        case .success(nil): return .success(nil)
-        case .failure(let error): return .failure(error)
+        do {
+            guard let contents = try DurableFile.read(path) else { return .success(nil) }
+            bytes = contents
+        } catch {
+            return .failure(error.reason.hasPrefix("larger than") ? .corrupt(error.reason) : .io(error.description))
         }
         do throws(PolicyStateError) {
             return .success(try PolicyState.decode(bytes: bytes))
@@ -83,76 +84,10 @@ public struct FilePolicyStateStore: PolicyStateStore, Sendable {
             _ = rename(path, path + ".corrupt")
             corruptFound = false
         }
-        try writeAtomically(Array(state.encoded().utf8), to: path)
-    }
-}
-
-private func errnoText(_ what: String, _ path: String) -> PolicyStateError {
-    let code = errno
-    let message = strerror(code).map { String(cString: $0) } ?? "error \(code)"
-    return .io("\(what) \(path): \(message)")
-}
-
-/// Reads a whole file; `nil` when it does not exist.
-func readFile(_ path: String) -> Result<[UInt8]?, PolicyStateError> {
-    let fd = open(path, O_RDONLY | O_CLOEXEC)
-    if fd < 0 {
-        if errno == ENOENT { return .success(nil) }
-        return .failure(errnoText("cannot open", path))
-    }
-    defer { close(fd) }
-    var result: [UInt8] = []
-    var buffer = [UInt8](repeating: 0, count: 65_536)
-    while true {
-        let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-        if n < 0 {
-            if errno == EINTR { continue }
-            return .failure(errnoText("cannot read", path))
+        do {
+            try DurableFile.writeAtomically(Array(state.encoded().utf8), to: path)
+        } catch {
+            throw .io(error.description)
         }
-        if n == 0 { break }
-        result += buffer[0..<n]
-        if result.count > 16_777_216 { return .failure(.corrupt("larger than 16 MiB")) }
     }
-    return .success(result)
-}
-
-/// Writes `bytes` to `path` atomically and durably.
-func writeAtomically(_ bytes: [UInt8], to path: String) throws(PolicyStateError) {
-    let directory: String
-    if let slash = path.lastIndex(of: "/") {
-        directory = slash == path.startIndex ? "/" : String(path[..<slash])
-    } else {
-        directory = "."
-    }
-    let temporary = "\(path).tmp-\(getpid())"
-    let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
-    guard fd >= 0 else { throw errnoText("cannot create", temporary) }
-    var written = 0
-    while written < bytes.count {
-        let n = bytes.withUnsafeBytes { write(fd, $0.baseAddress.map { $0 + written }, $0.count - written) }
-        if n < 0 {
-            if errno == EINTR { continue }
-            let error = errnoText("cannot write", temporary)
-            close(fd)
-            unlink(temporary)
-            throw error
-        }
-        written += n
-    }
-    if fsync(fd) != 0 {
-        let error = errnoText("cannot fsync", temporary)
-        close(fd)
-        unlink(temporary)
-        throw error
-    }
-    close(fd)
-    if rename(temporary, path) != 0 {
-        let error = errnoText("cannot rename onto", path)
-        unlink(temporary)
-        throw error
-    }
-    let dfd = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-    guard dfd >= 0 else { throw errnoText("cannot open directory", directory) }
-    defer { close(dfd) }
-    if fsync(dfd) != 0 { throw errnoText("cannot fsync directory", directory) }
 }
