@@ -17,6 +17,10 @@ let package = Package(
         .target(name: "Tuning", dependencies: ["StepDetection", "SensorInput"]),
         // The shared unlock policy: pure engine, config, versioned state (Foundation only).
         .target(name: "UnlockPolicy"),
+        // Linux interfaces Glibc's module lacks (fanotify).
+        .systemLibrary(name: "CLinux"),
+        // Enforcers of the policy's effects, one file per shield.
+        .target(name: "Shields", dependencies: ["UnlockPolicy", "CLinux"]),
         // The imperative shell: one file per subcommand.
         .target(
             name: "StepGateCLI", dependencies: ["StepDetection", "SensorInput", "Tuning", "UnlockPolicy"]),
@@ -28,6 +32,7 @@ let package = Package(
         .testTarget(name: "SensorInputTests", dependencies: ["SensorInput", "StepGateTestSupport"]),
         .testTarget(
             name: "UnlockPolicyTests", dependencies: ["UnlockPolicy"], resources: [.copy("Scenarios")]),
+        .testTarget(name: "ShieldsTests", dependencies: ["Shields", "UnlockPolicy", "StepGateTestSupport"]),
         .testTarget(
             name: "TuningTests",
             dependencies: ["Tuning", "StepDetection", "SensorInput", "StepGateTestSupport"]),

@@ -65,7 +65,9 @@ public enum DurableFile {
     ///
     /// - Parameters:
     ///   - mode: Permissions for a new file. An existing file keeps its permissions and owner.
-    public static func writeAtomically(_ bytes: [UInt8], to path: String, mode: UInt32 = 0o600) throws(FileError) {
+    public static func writeAtomically(_ bytes: [UInt8], to path: String, mode: UInt32 = 0o600)
+        throws(FileError)
+    {
         let directory: String
         if let slash = path.lastIndex(of: "/") {
             directory = slash == path.startIndex ? "/" : String(path[..<slash])
@@ -75,7 +77,9 @@ public enum DurableFile {
         var existing = stat()
         let exists = stat(path, &existing) == 0
         let temporary = "\(path).tmp-\(getpid())"
-        let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, exists ? existing.st_mode & 0o7777 : mode_t(mode))
+        let fd = open(
+            temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC,
+            exists ? existing.st_mode & 0o7777 : mode_t(mode))
         guard fd >= 0 else { throw .errno("cannot create", temporary) }
         func fail(_ operation: String) -> FileError {
             let error = FileError.errno(operation, temporary)
@@ -92,7 +96,9 @@ public enum DurableFile {
         }
         var written = 0
         while written < bytes.count {
-            let n = bytes.withUnsafeBytes { write(fd, $0.baseAddress.map { $0 + written }, $0.count - written) }
+            let n = bytes.withUnsafeBytes {
+                write(fd, $0.baseAddress.map { $0 + written }, $0.count - written)
+            }
             if n < 0 {
                 if Glibc.errno == EINTR { continue }
                 throw fail("cannot write")

@@ -64,7 +64,8 @@ public struct FilePolicyStateStore: PolicyStateStore, Sendable {
             guard let contents = try DurableFile.read(path) else { return .success(nil) }
             bytes = contents
         } catch {
-            return .failure(error.reason.hasPrefix("larger than") ? .corrupt(error.reason) : .io(error.description))
+            return .failure(
+                error.reason.hasPrefix("larger than") ? .corrupt(error.reason) : .io(error.description))
         }
         do throws(PolicyStateError) {
             return .success(try PolicyState.decode(bytes: bytes))

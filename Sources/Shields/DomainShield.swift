@@ -1,0 +1,172 @@
+import Foundation
+public import UnlockPolicy
+
+/// Blocks web domains with a managed block in a hosts-format file (default `/etc/hosts`) or a
+/// dnsmasq configuration file, written atomically between markers; the rest of the file is
+/// never touched.
+///
+/// - `hosts` format: each domain and its `www.` name resolve to `0.0.0.0` and `::`. A hosts
+///   file cannot match subdomains; use the dnsmasq format (dnsmasq, Pi-hole) for that.
+/// - `dnsmasq` format: `address=/domain/0.0.0.0` and `address=/domain/::`, which cover every
+///   subdomain.
+///
+/// After a change the optional reload command runs (for example `systemctl reload dnsmasq` or
+/// `pihole restartdns reload`); if it fails the shield has failed.
+public final class DomainShield: Shield {
+    /// How the managed lines are written.
+    public enum Format: String, Sendable, CaseIterable {
+        case hosts
+        case dnsmasq
+    }
+
+    public let name = "domains"
+    public let kinds: Set<Target.Kind> = [.domain]
+    public let path: String
+    public let format: Format
+    private let reloadCommand: [String]?
+    private let runner: CommandRunner
+
+    static let begin = "# BEGIN stepgate managed block: do not edit; StepGate rewrites it"
+    static let end = "# END stepgate managed block"
+
+    public init(
+        path: String = "/etc/hosts", format: Format = .hosts, reloadCommand: [String]? = nil,
+        runner: CommandRunner = CommandRunner()
+    ) {
+        self.path = path
+        self.format = format
+        self.reloadCommand = reloadCommand
+        self.runner = runner
+    }
+
+    public func apply(_ targets: [Target], context: ShieldContext) throws(ShieldError) {
+        for target in targets { try validate(target.value) }
+        try update { entries in
+            for target in targets {
+                entries.insert(Entry(store: context.store, domain: target.value.lowercased()))
+            }
+        }
+    }
+
+    public func remove(_ targets: [Target], context: ShieldContext) throws(ShieldError) {
+        try update { entries in
+            for target in targets {
+                entries.remove(Entry(store: context.store, domain: target.value.lowercased()))
+            }
+        }
+    }
+
+    public func inForce() throws(ShieldError) -> [String: Set<Target>] {
+        let (_, entries) = try read()
+        var result: [String: Set<Target>] = [:]
+        for entry in entries {
+            result[entry.store, default: []].insert(Target(kind: .domain, value: entry.domain))
+        }
+        return result
+    }
+
+    struct Entry: Hashable, Comparable {
+        var store: String
+        var domain: String
+
+        static func < (a: Entry, b: Entry) -> Bool { (a.domain, a.store) < (b.domain, b.store) }
+    }
+
+    /// A domain must be a plain DNS name, so nothing else can be injected into the file.
+    private func validate(_ domain: String) throws(ShieldError) {
+        let labels = domain.split(separator: ".", omittingEmptySubsequences: false)
+        let valid =
+            !domain.isEmpty && domain.count <= 253 && labels.count >= 2
+            && labels.allSatisfy { label in
+                !label.isEmpty && label.count <= 63 && label.first != "-" && label.last != "-"
+                    && label.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-") }
+            }
+        if !valid { throw ShieldError(shield: name, target: domain, message: "not a valid domain name") }
+    }
+
+    private func update(_ change: (inout Set<Entry>) -> Void) throws(ShieldError) {
+        let (outside, before) = try read()
+        var entries = before
+        change(&entries)
+        guard entries != before else { return }
+        var lines = outside
+        while lines.last == "" { lines.removeLast() }
+        if !entries.isEmpty {
+            lines.append(Self.begin)
+            for entry in entries.sorted() { lines += render(entry) }
+            lines.append(Self.end)
+        }
+        let text = lines.joined(separator: "\n") + "\n"
+        do {
+            try DurableFile.writeAtomically(Array(text.utf8), to: path, mode: 0o644)
+        } catch {
+            throw ShieldError(shield: name, message: error.description)
+        }
+        if let reloadCommand {
+            let result = try runner.run(reloadCommand, timeout: 30, shield: name)
+            guard result.status == 0, !result.timedOut else {
+                throw ShieldError(
+                    shield: name,
+                    message:
+                        "reload command '\(reloadCommand.joined(separator: " "))' failed (status \(result.status))"
+                )
+            }
+        }
+    }
+
+    private func render(_ entry: Entry) -> [String] {
+        let tag = " # store=\(entry.store)"
+        switch format {
+        case .hosts:
+            var names = entry.domain
+            if !entry.domain.hasPrefix("www.") { names += " www.\(entry.domain)" }
+            return ["0.0.0.0 \(names)\(tag)", ":: \(names)\(tag)"]
+        case .dnsmasq:
+            return ["address=/\(entry.domain)/0.0.0.0\(tag)", "address=/\(entry.domain)/::\(tag)"]
+        }
+    }
+
+    /// The file's lines outside the managed block, and the entries inside it.
+    private func read() throws(ShieldError) -> (outside: [String], entries: Set<Entry>) {
+        let bytes: [UInt8]?
+        do {
+            bytes = try DurableFile.read(path)
+        } catch {
+            throw ShieldError(shield: name, message: error.description)
+        }
+        guard let bytes else { return ([], []) }
+        var outside: [String] = []
+        var entries = Set<Entry>()
+        var inside = false
+        for raw in String(decoding: bytes, as: UTF8.self).split(
+            separator: "\n", omittingEmptySubsequences: false)
+        {
+            let line = String(raw)
+            if line == Self.begin {
+                inside = true
+            } else if line == Self.end {
+                inside = false
+            } else if inside {
+                guard let tag = line.range(of: " # store=") else { continue }
+                let store = String(line[tag.upperBound...])
+                let body = line[..<tag.lowerBound]
+                let domain: Substring?
+                switch format {
+                case .hosts: domain = body.split(separator: " ").dropFirst().first
+                case .dnsmasq: domain = body.split(separator: "/").dropFirst().first
+                }
+                if let domain { entries.insert(Entry(store: store, domain: String(domain))) }
+            } else {
+                outside.append(line)
+            }
+        }
+        if inside {
+            throw ShieldError(
+                shield: name, message: "\(path): the managed block has no end marker; fix the file by hand")
+        }
+        if outside.last == "" { outside.removeLast() }
+        return (outside, entries)
+    }
+}
+
+@available(*, unavailable) extension DomainShield: Sendable {}

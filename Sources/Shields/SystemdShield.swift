@@ -1,0 +1,146 @@
+import Foundation
+public import UnlockPolicy
+
+/// Shields systemd units: on apply, stop the unit and mask it for this boot
+/// (`systemctl mask --runtime`); on remove, unmask it and start it again only if it was running
+/// before StepGate stopped it.
+///
+/// Whether each unit was running is kept in a small JSON file (written atomically), so a
+/// restart of StepGate does not forget to start a unit again.
+public final class SystemdShield: Shield {
+    public let name = "systemd"
+    public let kinds: Set<Target.Kind> = [.systemdUnit]
+    private let systemctl: String
+    private let runner: CommandRunner
+    private let memoryPath: String
+    /// Per unit: the stores holding it, and whether it was active before the first apply.
+    private var memory: [String: UnitMemory]
+
+    struct UnitMemory: Codable, Hashable {
+        var stores: Set<String>
+        var wasActive: Bool
+    }
+
+    /// - Parameters:
+    ///   - memoryPath: Where to remember which units were running (in the state directory).
+    ///   - systemctl: The `systemctl` command (a name is looked up on PATH).
+    public init(memoryPath: String, systemctl: String = "systemctl", runner: CommandRunner = CommandRunner())
+        throws(ShieldError)
+    {
+        self.systemctl = systemctl
+        self.runner = runner
+        self.memoryPath = memoryPath
+        do {
+            if let bytes = try DurableFile.read(memoryPath) {
+                memory = try JSONDecoder().decode([String: UnitMemory].self, from: Data(bytes))
+            } else {
+                memory = [:]
+            }
+        } catch let error as FileError {
+            throw ShieldError(shield: "systemd", message: error.description)
+        } catch {
+            throw ShieldError(
+                shield: "systemd", message: "\(memoryPath): not a valid unit memory file (\(error))")
+        }
+    }
+
+    public func apply(_ targets: [Target], context: ShieldContext) throws(ShieldError) {
+        for target in targets {
+            let unit = try validated(target.value)
+            if var known = memory[unit] {
+                known.stores.insert(context.store)
+                memory[unit] = known
+            } else {
+                let active =
+                    try systemctl(["is-active", "--quiet", unit], unit: unit, allowFailure: true) == 0
+                memory[unit] = UnitMemory(stores: [context.store], wasActive: active)
+            }
+            try save()
+            try systemctl(["stop", unit], unit: unit)
+            try systemctl(["mask", "--runtime", unit], unit: unit)
+        }
+    }
+
+    public func remove(_ targets: [Target], context: ShieldContext) throws(ShieldError) {
+        for target in targets {
+            let unit = try validated(target.value)
+            guard var known = memory[unit] else {
+                // Not ours (or forgotten): make sure it is not left masked by us.
+                try systemctl(["unmask", "--runtime", unit], unit: unit)
+                continue
+            }
+            known.stores.remove(context.store)
+            if !known.stores.isEmpty {
+                memory[unit] = known
+                try save()
+                continue
+            }
+            try systemctl(["unmask", "--runtime", unit], unit: unit)
+            if known.wasActive { try systemctl(["start", unit], unit: unit) }
+            memory[unit] = nil
+            try save()
+        }
+    }
+
+    /// Units masked for this boot, per store that holds them, read back from systemd.
+    public func inForce() throws(ShieldError) -> [String: Set<Target>] {
+        var result: [String: Set<Target>] = [:]
+        for (unit, known) in memory {
+            let output = try capture(["is-enabled", unit], unit: unit)
+            guard output.trimmingCharacters(in: .whitespacesAndNewlines) == "masked-runtime" else { continue }
+            for store in known.stores {
+                result[store, default: []].insert(Target(kind: .systemdUnit, value: unit))
+            }
+        }
+        return result
+    }
+
+    private func validated(_ unit: String) throws(ShieldError) -> String {
+        let allowed = unit.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || "-_.@:\\".contains($0)) }
+        guard !unit.isEmpty, !unit.hasPrefix("-"), allowed else {
+            throw ShieldError(shield: name, target: unit, message: "not a valid systemd unit name")
+        }
+        return unit
+    }
+
+    @discardableResult
+    private func systemctl(_ arguments: [String], unit: String, allowFailure: Bool = false)
+        throws(ShieldError) -> Int32
+    {
+        let result = try runner.run([systemctl] + arguments, timeout: 90, shield: name)
+        if result.timedOut {
+            throw ShieldError(shield: name, target: unit, message: "systemctl \(arguments[0]) timed out")
+        }
+        if result.status != 0 && !allowFailure {
+            let detail = result.output.split(separator: "\n").first.map { ": \($0)" } ?? ""
+            throw ShieldError(
+                shield: name, target: unit,
+                message:
+                    "systemctl \(arguments.joined(separator: " ")) failed (status \(result.status))\(detail)")
+        }
+        return result.status
+    }
+
+    private func capture(_ arguments: [String], unit: String) throws(ShieldError) -> String {
+        let result = try runner.run([systemctl] + arguments, timeout: 30, shield: name)
+        if result.timedOut {
+            throw ShieldError(shield: name, target: unit, message: "systemctl \(arguments[0]) timed out")
+        }
+        return result.output
+    }
+
+    private func save() throws(ShieldError) {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+        do {
+            let data = try encoder.encode(memory)
+            try DurableFile.writeAtomically(Array(data), to: memoryPath)
+        } catch let error as FileError {
+            throw ShieldError(shield: name, message: error.description)
+        } catch {
+            throw ShieldError(shield: name, message: "cannot encode the unit memory: \(error)")
+        }
+    }
+}
+
+@available(*, unavailable) extension SystemdShield: Sendable {}

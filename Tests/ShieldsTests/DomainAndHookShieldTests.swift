@@ -1,0 +1,156 @@
+import Foundation
+import StepGateTestSupport
+import Testing
+import UnlockPolicy
+
+@testable import Shields
+
+private func domains(_ names: String...) -> [Target] { names.map { Target(kind: .domain, value: $0) } }
+
+@Suite("Domain shield")
+struct DomainShieldTests {
+    let folder: URL
+    let hosts: String
+
+    init() throws {
+        folder = try Fixtures.temporaryFolder()
+        hosts = folder.appendingPathComponent("hosts").path
+        try "127.0.0.1 localhost\n::1 localhost\n\n# my own\n10.0.0.2 nas\n".write(
+            toFile: hosts, atomically: true, encoding: .utf8)
+        chmod(hosts, 0o644)
+    }
+
+    private var text: String { (try? String(contentsOfFile: hosts, encoding: .utf8)) ?? "" }
+
+    @Test func appliesAManagedBlockAndKeepsTheRestOfTheFile() throws {
+        let shield = DomainShield(path: hosts)
+        try shield.apply(domains("example.com", "games.example.org"), context: ShieldContext(store: "games"))
+        let lines = text.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+        #expect(lines.prefix(5) == ["127.0.0.1 localhost", "::1 localhost", "", "# my own", "10.0.0.2 nas"])
+        #expect(lines.contains("0.0.0.0 example.com www.example.com # store=games"))
+        #expect(lines.contains(":: games.example.org www.games.example.org # store=games"))
+        #expect(try shield.inForce() == ["games": Set(domains("example.com", "games.example.org"))])
+        var info = stat()
+        stat(hosts, &info)
+        #expect(info.st_mode & 0o777 == 0o644)
+        try shield.remove(domains("example.com", "games.example.org"), context: ShieldContext(store: "games"))
+        #expect(text == "127.0.0.1 localhost\n::1 localhost\n\n# my own\n10.0.0.2 nas\n")
+        #expect(try shield.inForce().isEmpty)
+    }
+
+    @Test func aDomainHeldByTwoStoresStaysUntilBothRemoveIt() throws {
+        let shield = DomainShield(path: hosts)
+        try shield.apply(domains("example.com"), context: ShieldContext(store: "games"))
+        try shield.apply(domains("example.com"), context: ShieldContext(store: "chat"))
+        try shield.remove(domains("example.com"), context: ShieldContext(store: "games"))
+        #expect(try shield.inForce() == ["chat": Set(domains("example.com"))])
+        #expect(text.contains("0.0.0.0 example.com"))
+    }
+
+    @Test func writesDnsmasqLinesThatCoverSubdomains() throws {
+        let shield = DomainShield(path: hosts, format: .dnsmasq)
+        try shield.apply(domains("Example.COM"), context: ShieldContext(store: "games"))
+        #expect(text.contains("address=/example.com/0.0.0.0 # store=games"))
+        #expect(text.contains("address=/example.com/:: # store=games"))
+        #expect(try shield.inForce() == ["games": Set(domains("example.com"))])
+    }
+
+    @Test(arguments: ["", "localhost", "bad domain.com", "evil.com\n1.2.3.4 bank.com", "-x.com", "a..b"])
+    func rejectsAnythingButADomainName(name: String) throws {
+        let before = text
+        let shield = DomainShield(path: hosts)
+        #expect(throws: ShieldError.self) {
+            try shield.apply([Target(kind: .domain, value: name)], context: ShieldContext(store: "s"))
+        }
+        #expect(text == before)
+    }
+
+    @Test func aBrokenManagedBlockIsAnErrorNotARewrite() throws {
+        try (text + DomainShield.begin + "\n0.0.0.0 x.com # store=s\n").write(
+            toFile: hosts, atomically: true, encoding: .utf8)
+        let shield = DomainShield(path: hosts)
+        let error = #expect(throws: ShieldError.self) {
+            try shield.apply(domains("example.com"), context: ShieldContext(store: "s"))
+        }
+        #expect(error?.message.contains("no end marker") == true)
+    }
+
+    @Test func aFailingReloadCommandFailsTheShield() throws {
+        let shield = DomainShield(path: hosts, reloadCommand: ["/bin/false"])
+        #expect(throws: ShieldError.self) {
+            try shield.apply(domains("example.com"), context: ShieldContext(store: "s"))
+        }
+        let ok = DomainShield(path: hosts, reloadCommand: ["/bin/true"])
+        try ok.apply(domains("example.net"), context: ShieldContext(store: "s"))
+    }
+}
+
+@Suite("Hook shield")
+struct HookShieldTests {
+    @Test func runsTheHookWithItsEnvironment() throws {
+        let folder = try Fixtures.temporaryFolder()
+        let log = folder.appendingPathComponent("log").path
+        let shield = HookShield(hooks: [
+            "pause": .init(command: [
+                "/bin/sh", "-c", "env | grep ^STEPGATE_ | sort >> \(log); echo --- >> \(log)",
+            ])
+        ])
+        let until = Date(timeIntervalSince1970: 1_800_000_000)
+        let selection = Selection(executables: ["/usr/bin/steam"], hooks: ["pause"])
+        let context = ShieldContext(store: "games", selection: selection, owners: ["gate"], until: until)
+        try shield.apply([Target(kind: .hook, value: "pause")], context: context)
+        #expect(try shield.inForce() == ["games": [Target(kind: .hook, value: "pause")]])
+        try shield.remove([Target(kind: .hook, value: "pause")], context: context)
+        #expect(try shield.inForce().isEmpty)
+        let text = try String(contentsOfFile: log, encoding: .utf8)
+        #expect(text.contains("STEPGATE_ACTION=apply"))
+        #expect(text.contains("STEPGATE_ACTION=remove"))
+        #expect(text.contains("STEPGATE_HOOK=pause"))
+        #expect(text.contains("STEPGATE_STORE=games"))
+        #expect(text.contains("STEPGATE_OWNERS=gate"))
+        #expect(text.contains("STEPGATE_UNTIL=2027-01-15T08:00:00Z"))
+        #expect(text.contains("STEPGATE_TARGETS=executable:/usr/bin/steam"))
+    }
+
+    @Test func aFailingOrSlowHookIsAFailedShield() throws {
+        let shield = HookShield(hooks: [
+            "fails": .init(command: ["/bin/sh", "-c", "echo no router; exit 3"]),
+            "hangs": .init(command: ["/bin/sleep", "30"], timeout: 0.5),
+        ])
+        let context = ShieldContext(store: "s")
+        let failed = #expect(throws: ShieldError.self) {
+            try shield.apply([Target(kind: .hook, value: "fails")], context: context)
+        }
+        #expect(failed?.message.contains("status 3: no router") == true)
+        let started = Date()
+        let slow = #expect(throws: ShieldError.self) {
+            try shield.apply([Target(kind: .hook, value: "hangs")], context: context)
+        }
+        #expect(slow?.message.contains("timed out") == true)
+        #expect(Date().timeIntervalSince(started) < 10)
+        #expect(throws: ShieldError.self) {
+            try shield.apply([Target(kind: .hook, value: "unknown")], context: context)
+        }
+        #expect(try shield.inForce().isEmpty)
+    }
+}
+
+@Suite("Shield set")
+struct ShieldSetTests {
+    @Test func routesEachKindAndReportsUnenforcedKinds() throws {
+        let folder = try Fixtures.temporaryFolder()
+        let hosts = folder.appendingPathComponent("hosts").path
+        let set = ShieldSet([
+            DomainShield(path: hosts), HookShield(hooks: ["h": .init(command: ["/bin/true"])]),
+        ])
+        #expect(set.unenforcedKinds == [.executable, .desktopCategory, .systemdUnit])
+        let selection = Selection(executables: ["/usr/bin/steam"], domains: ["example.com"], hooks: ["h"])
+        let errors = set.apply(selection, context: ShieldContext(store: "games", selection: selection))
+        #expect(errors.count == 1)
+        #expect(errors.first?.message.contains("no shield enforces executable") == true)
+        let (inForce, readErrors) = set.inForce()
+        #expect(readErrors.isEmpty)
+        #expect(inForce["games"] == Selection(domains: ["example.com"], hooks: ["h"]))
+        #expect(set.remove(selection, context: ShieldContext(store: "games")).isEmpty)
+    }
+}
