@@ -71,8 +71,8 @@ public struct DetectorConfiguration: Sendable, Hashable, Codable {
             sampleRate.isFinite && sampleRate >= 5 && sampleRate <= 1000, "sampleRate",
             "a rate in 5...1000 Hz", sampleRate)
         try check(
-            maximumGap.isFinite && maximumGap > 1 / sampleRate, "maximumGap",
-            "seconds, longer than one sample period", maximumGap)
+            maximumGap.isFinite && maximumGap > 1 / sampleRate && maximumGap <= 60, "maximumGap",
+            "seconds, longer than one sample period and at most 60", maximumGap)
         try check(
             highPassCutoff.isFinite && highPassCutoff > 0 && highPassCutoff < sampleRate / 2,
             "highPassCutoff", "hertz in (0, sampleRate/2)", highPassCutoff)

@@ -57,12 +57,15 @@ public struct OptionSpec: Sendable {
     public var help: String
     /// Whether the option may be given more than once.
     public var isRepeatable: Bool
+    /// Whether the command cannot run without it (shown without brackets in the usage).
+    public var isRequired = false
 
     /// An option that takes a value.
-    public static func option(_ name: String, _ valueName: String, help: String, repeatable: Bool = false)
-        -> OptionSpec
-    {
-        OptionSpec(name: name, valueName: valueName, help: help, isRepeatable: repeatable)
+    public static func option(
+        _ name: String, _ valueName: String, help: String, repeatable: Bool = false, required: Bool = false
+    ) -> OptionSpec {
+        OptionSpec(
+            name: name, valueName: valueName, help: help, isRepeatable: repeatable, isRequired: required)
     }
 
     /// A flag.

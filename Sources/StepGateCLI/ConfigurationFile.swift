@@ -1,5 +1,6 @@
 import Foundation
 import StepDetection
+import UnlockPolicy
 
 /// A configuration file that cannot be used: the file, and what is wrong where.
 struct ConfigurationFileError: Error, CustomStringConvertible {
@@ -18,6 +19,11 @@ func loadDetectorConfiguration(path: String) throws -> DetectorConfiguration {
     guard let data = FileManager.default.contents(atPath: path) else {
         throw ConfigurationFileError(
             path: path, message: "cannot read the file (\(String(cString: strerror(errno))))")
+    }
+    do {
+        try StrictJSON.validate(Array(data))
+    } catch {
+        throw ConfigurationFileError(path: path, message: "not valid JSON: \(error)")
     }
     let object: Any
     do {

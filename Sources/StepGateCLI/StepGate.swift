@@ -106,7 +106,7 @@ public enum StepGate {
         for argument in c.arguments {
             parts.append(argument.isOptional ? "[\(argument.name)]" : argument.name)
         }
-        for option in c.options { parts.append("[\(option.synopsis)]") }
+        for option in c.options { parts.append(option.isRequired ? option.synopsis : "[\(option.synopsis)]") }
         return parts.joined(separator: " ")
     }
 

@@ -32,7 +32,7 @@ public struct RecordingSummary: Sendable, Hashable {
     }
 
     /// Time between the first and the last sample, in seconds.
-    public var duration: Double { Double(lastTimestamp &- firstTimestamp) / 1e9 }
+    public var duration: Double { (Double(lastTimestamp) - Double(firstTimestamp)) / 1e9 }
 
     /// Mean sampling rate, in hertz (0 with fewer than two samples).
     public var meanRate: Double { samples > 1 && duration > 0 ? Double(samples - 1) / duration : 0 }
