@@ -19,8 +19,9 @@ struct Simulate: Command {
         ],
         options: [
             .option(
-                "config", "file", help: "Policy configuration (JSON): the policy object or a StepGate config."
-            )
+                "config", "file",
+                help: "Policy configuration (JSON): the policy object or a StepGate config.",
+                required: true)
         ]
     )
 
