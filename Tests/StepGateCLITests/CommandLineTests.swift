@@ -166,6 +166,8 @@ struct CommandLineTests {
             (#"{"minimumPeak": 100}"#, "'minimumPeak': expected g in 0...8, found 100.0"),
             (#"{"minimumPeak": "#, "not valid JSON"),
             ("[1, 2]", "expected a JSON object"),
+            (#"{"sampleRate": 25, "sampleRate": 1000}"#, "duplicate key \"sampleRate\""),
+            (#"{"maximumGap": 1e300}"#, "'maximumGap': expected seconds"),
         ]
         for (text, message) in cases {
             let path = try temporaryFile("c.json", text)
