@@ -23,7 +23,8 @@ let package = Package(
         .target(name: "Shields", dependencies: ["UnlockPolicy", "CLinux"]),
         // The imperative shell: one file per subcommand.
         .target(
-            name: "StepGateCLI", dependencies: ["StepDetection", "SensorInput", "Tuning", "UnlockPolicy"]),
+            name: "StepGateCLI",
+            dependencies: ["StepDetection", "SensorInput", "Tuning", "UnlockPolicy", "Shields"]),
         .executableTarget(name: "stepgate", dependencies: ["StepGateCLI"]),
         // Test support: fakes and fixture loading, for test targets only.
         .target(name: "StepGateTestSupport"),

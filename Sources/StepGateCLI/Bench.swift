@@ -1,5 +1,6 @@
 import Foundation
 import SensorInput
+import Shields
 import StepDetection
 import Tuning
 import UnlockPolicy
@@ -110,7 +111,61 @@ struct Bench: Command {
                 }
             }
         }
+        if getuid() == 0 {
+            if let (baseline, shielded) = try Bench.execOverhead(runs: 400) {
+                figures.add("exec_median_us", baseline, decimals: 1)
+                figures.add("exec_median_us_with_exec_shield", shielded, decimals: 1)
+                if !json {
+                    out.line(
+                        "exec of an unrelated program (/bin/true), median of 400: \(formatFixed(baseline, decimals: 1)) µs; "
+                            + "with the exec shield active: \(formatFixed(shielded, decimals: 1)) µs "
+                            + "(overhead \(formatFixed(shielded - baseline, decimals: 1)) µs)")
+                }
+            }
+        } else if !json {
+            out.line("exec-shield overhead: skipped (fanotify needs root)")
+        }
         if json { out.line(figures.string) }
+    }
+
+    /// Median wall time of spawning and reaping /bin/true, without and with an exec shield
+    /// denying another program, in microseconds; `nil` when the shield cannot start.
+    static func execOverhead(runs: Int) throws -> (Double, Double)? {
+        func spawnTimes(_ count: Int) -> [Double] {
+            var times: [Double] = []
+            for _ in 0..<count {
+                var pid: pid_t = 0
+                let start = ContinuousClock.now
+                let argv: [UnsafeMutablePointer<CChar>?] = [strdup("/bin/true"), nil]
+                defer { free(argv[0]) }
+                guard posix_spawn(&pid, "/bin/true", nil, nil, argv, environ) == 0 else { continue }
+                var status: Int32 = 0
+                waitpid(pid, &status, 0)
+                times.append(nanoseconds(ContinuousClock.now - start) / 1000)
+            }
+            return times
+        }
+        func median(_ times: [Double]) -> Double {
+            let sorted = times.sorted()
+            return sorted.isEmpty ? .nan : sorted[sorted.count / 2]
+        }
+        let folder = NSTemporaryDirectory() + "stepgate-bench-exec-\(getpid())"
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let denied = folder + "/game"
+        try FileManager.default.copyItem(atPath: "/bin/true", toPath: denied)
+        _ = spawnTimes(50)  // warm up caches
+        // Baseline before and after the shielded phase, so drift in machine load cancels out.
+        var baseline = spawnTimes(runs / 2)
+        var shielded: [Double] = []
+        do {
+            guard let shield = try? ExecDenyShield() else { return nil }
+            try shield.apply(
+                [Target(kind: .executable, value: denied)], context: ShieldContext(store: "bench"))
+            shielded = spawnTimes(runs)
+        }
+        baseline += spawnTimes(runs / 2)
+        return (median(baseline), median(shielded))
     }
 
     /// The best of `runs` timings of `body`, in nanoseconds.
