@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 
 /// The outcome of running a command.
 public struct CommandResult: Sendable, Hashable {
@@ -34,50 +33,85 @@ public struct CommandRunner: Sendable {
         guard let executable = resolve(name) else {
             throw ShieldError(shield: shield, target: name, message: "command not found (PATH=\(path))")
         }
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = Array(arguments.dropFirst())
         var env = ProcessInfo.processInfo.environment
         if let searchPath { env["PATH"] = searchPath }
         for (k, v) in environment { env[k] = v }
         for (k, v) in extraEnvironment { env[k] = v }
-        process.environment = env
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        process.standardError = pipe
-        process.standardInput = FileHandle.nullDevice
-        let done = DispatchSemaphore(value: 0)
-        process.terminationHandler = { _ in done.signal() }
-        do {
-            try process.run()
-        } catch {
+        return try spawnAndWait(
+            executable: executable, arguments: arguments, environment: env, timeout: timeout, shield: shield)
+    }
+
+    /// posix_spawn + waitpid with a deadline: no dependence on Foundation's process monitor,
+    /// which can lag behind when many children run at once.
+    private func spawnAndWait(
+        executable: String, arguments: [String], environment: [String: String], timeout: Double,
+        shield: String
+    ) throws(ShieldError) -> CommandResult {
+        var pipeEnds: [Int32] = [0, 0]
+        guard pipe(&pipeEnds) == 0 else {
+            throw ShieldError(shield: shield, message: "pipe: \(String(cString: strerror(errno)))")
+        }
+        let (readEnd, writeEnd) = (pipeEnds[0], pipeEnds[1])
+        // Close-on-exec, so other children never inherit this pipe and hold it open.
+        _ = fcntl(readEnd, F_SETFD, FD_CLOEXEC)
+        _ = fcntl(writeEnd, F_SETFD, FD_CLOEXEC)
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_adddup2(&actions, writeEnd, 1)
+        posix_spawn_file_actions_adddup2(&actions, writeEnd, 2)
+        let argv = arguments.map { strdup($0) } + [nil]
+        let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
+        defer {
+            for p in argv { free(p) }
+            for p in envp { free(p) }
+        }
+        var pid: pid_t = 0
+        let spawned = posix_spawn(&pid, executable, &actions, nil, argv, envp)
+        close(writeEnd)
+        guard spawned == 0 else {
+            close(readEnd)
             throw ShieldError(
-                shield: shield, target: name,
-                message: "cannot start \(executable): \(error.localizedDescription)")
+                shield: shield, target: arguments.first,
+                message: "cannot start \(executable): \(String(cString: strerror(spawned)))")
         }
-        let collected = Mutex(Data())
-        let reader = pipe.fileHandleForReading
-        let readerDone = DispatchSemaphore(value: 0)
-        DispatchQueue.global().async {
-            let data = reader.readDataToEndOfFile()
-            collected.withLock { $0 = data.prefix(65_536) }
-            readerDone.signal()
-        }
+        defer { close(readEnd) }
+        _ = fcntl(readEnd, F_SETFL, fcntl(readEnd, F_GETFL) | O_NONBLOCK)
+        var output: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        var status: Int32 = 0
+        var exited = false
         var timedOut = false
-        if done.wait(timeout: .now() + timeout) == .timedOut {
-            timedOut = true
-            process.terminate()
-            if done.wait(timeout: .now() + 2) == .timedOut {
-                kill(process.processIdentifier, SIGKILL)
-                done.wait()
+        let deadline = ContinuousClock.now + .milliseconds(Int64(timeout * 1000))
+        var killedAt: ContinuousClock.Instant?
+        while !exited {
+            var poller = pollfd(fd: readEnd, events: Int16(POLLIN), revents: 0)
+            _ = poll(&poller, 1, 20)
+            while true {
+                let n = buffer.withUnsafeMutableBytes { read(readEnd, $0.baseAddress, $0.count) }
+                if n <= 0 { break }
+                if output.count < 65_536 { output += buffer[0..<min(n, 65_536 - output.count)] }
+            }
+            let waited = waitpid(pid, &status, WNOHANG)
+            if waited == pid {
+                exited = true
+            } else if waited < 0 && errno != EINTR {
+                break
+            } else if ContinuousClock.now >= deadline {
+                if killedAt == nil {
+                    timedOut = true
+                    kill(pid, SIGTERM)
+                    killedAt = .now
+                } else if let killedAt, ContinuousClock.now - killedAt > .seconds(2) {
+                    kill(pid, SIGKILL)
+                }
             }
         }
-        // A grandchild holding the pipe open must not hang us: give the reader a moment only.
-        _ = readerDone.wait(timeout: .now() + 1)
-        let output = collected.withLock { String(decoding: $0, as: UTF8.self) }
-        var status = process.terminationStatus
-        if process.terminationReason == .uncaughtSignal { status = 128 + status }
-        return CommandResult(status: status, output: output, timedOut: timedOut)
+        // Exit code, or 128 + the signal that ended it.
+        let code = (status & 0x7f) == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
+        return CommandResult(
+            status: code, output: String(decoding: output, as: UTF8.self), timedOut: timedOut)
     }
 
     private var path: String {
@@ -85,7 +119,7 @@ public struct CommandRunner: Sendable {
     }
 
     /// The executable for `name`: itself when it contains a slash, else the first match on PATH.
-    func resolve(_ name: String) -> String? {
+    public func resolve(_ name: String) -> String? {
         if name.contains("/") { return FileManager.default.isExecutableFile(atPath: name) ? name : nil }
         for directory in path.split(separator: ":") {
             let candidate = "\(directory)/\(name)"

@@ -7,7 +7,9 @@ public enum StepGate {
 
     /// Every subcommand, in the order help lists them.
     static let commands: [any Command.Type] = [
-        Replay.self, Eval.self, Simulate.self, Config.self, Bench.self,
+        Replay.self, Eval.self, Simulate.self, DaemonCommand.self, Status.self, Lock.self, Skip.self,
+        Unlock.self,
+        Reload.self, ExecGuard.self, Config.self, Bench.self,
     ]
 
     /// Runs `stepgate` with the process's arguments and exits.

@@ -1,0 +1,254 @@
+import Foundation
+import Shields
+import StepDetection
+import UnlockPolicy
+
+/// The daemon's one configuration file: detector, policy, input, shields, paths.
+///
+/// ```json
+/// {
+///   "input": { "replay": "samples/walk-wrist-100.csv", "speed": 1 },
+///   "detector": { "minimumPeak": 0.06 },
+///   "policy": { "stores": { … } },
+///   "stateDirectory": "/var/lib/stepgate",
+///   "controlSocket": "/run/stepgate/control.sock",
+///   "adminGroup": "stepgate-admin",
+///   "shields": {
+///     "exec": { "enabled": true },
+///     "systemd": { "systemctl": "systemctl" },
+///     "domains": { "path": "/etc/hosts", "format": "hosts", "reload": ["systemctl", "reload", "dnsmasq"] },
+///     "hooks": { "pause-consoles": { "command": ["/usr/local/bin/pause-consoles"], "timeout": 30 } }
+///   },
+///   "messages": { "games": { "title": "Games are shielded", "subtitle": "Walk to unlock them." } }
+/// }
+/// ```
+struct DaemonConfiguration {
+    /// Where samples come from.
+    enum Input: Equatable {
+        /// A recorded walk, replayed in real time (`speed` 1) or faster; for trying the daemon
+        /// without a sensor and for tests.
+        case replay(path: String, speed: Double)
+        /// An IIO accelerometer.
+        case device(name: String?, uri: String?, rate: Double)
+    }
+
+    /// A shield screen: what a denied launch shows.
+    struct Message: Equatable {
+        var title: String
+        var subtitle: String
+    }
+
+    var input: Input
+    var detector = DetectorConfiguration()
+    var policy: PolicyConfiguration
+    var stateDirectory = "/var/lib/stepgate"
+    var controlSocket = "/run/stepgate/control.sock"
+    var adminGroup: String?
+    var execShield = false
+    var applicationDirectories: [String]?
+    var systemctl: String?
+    var domains: (path: String, format: DomainShield.Format, reload: [String]?)?
+    var hooks: [String: HookShield.Hook] = [:]
+    var messages: [String: Message] = [:]
+
+    static let keys: Set<String> = [
+        "input", "detector", "policy", "stateDirectory", "controlSocket", "adminGroup", "shields", "messages",
+    ]
+
+    /// Reads and checks a configuration file; errors name the file and the key path.
+    static func load(path: String) throws -> DaemonConfiguration {
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw ConfigurationFileError(path: path, message: "cannot read the file")
+        }
+        do {
+            try StrictJSON.validate(Array(data))
+        } catch {
+            throw ConfigurationFileError(path: path, message: "not valid JSON: \(error)")
+        }
+        guard let root = try? JSONSerialization.jsonObject(with: data) as? [String: Any] else {
+            throw ConfigurationFileError(path: path, message: "expected a JSON object at the top level")
+        }
+        do {
+            return try parse(root, text: String(decoding: data, as: UTF8.self), path: path)
+        } catch let error as JSONPathError {
+            throw ConfigurationFileError(path: path, message: error.description)
+        }
+    }
+
+    static func parse(_ root: [String: Any], text: String, path: String) throws -> DaemonConfiguration {
+        try rejectUnknown(root, keys, at: "")
+        let policy: PolicyConfiguration
+        guard root["policy"] != nil else {
+            throw JSONPathError(path: "policy", message: "missing the policy section")
+        }
+        do {
+            policy = try PolicyConfiguration.parse(text)
+        } catch {
+            throw ConfigurationFileError(path: path, message: error.description)
+        }
+        guard let inputObject = root["input"] as? [String: Any] else {
+            throw JSONPathError(path: "input", message: "expected an object with \"replay\" or \"device\"")
+        }
+        let input: Input
+        if let replay = inputObject["replay"] {
+            try rejectUnknown(inputObject, ["replay", "speed"], at: "input")
+            guard let file = replay as? String, !file.isEmpty else {
+                throw JSONPathError(path: "input.replay", message: "expected a file path")
+            }
+            let speed = try number(inputObject["speed"], at: "input.speed", range: 0.1...1000) ?? 1
+            let base = (path as NSString).deletingLastPathComponent
+            input = .replay(
+                path: file.hasPrefix("/") || base.isEmpty ? file : base + "/" + file, speed: speed)
+        } else {
+            try rejectUnknown(inputObject, ["device", "uri", "rate"], at: "input")
+            let name = try string(inputObject["device"], at: "input.device")
+            let uri = try string(inputObject["uri"], at: "input.uri")
+            let rate = try number(inputObject["rate"], at: "input.rate", range: 1...1000) ?? 100
+            input = .device(name: name, uri: uri, rate: rate)
+        }
+        var configuration = DaemonConfiguration(input: input, policy: policy)
+        if let detector = root["detector"] {
+            guard detector is [String: Any] else {
+                throw JSONPathError(path: "detector", message: "expected an object")
+            }
+            let data = try JSONSerialization.data(withJSONObject: detector)
+            do {
+                configuration.detector = try JSONDecoder().decode(DetectorConfiguration.self, from: data)
+                try configuration.detector.validate()
+            } catch let error as ConfigurationError {
+                throw JSONPathError(
+                    path: "detector.\(error.key)", message: "expected \(error.expected), found \(error.found)"
+                )
+            } catch {
+                throw JSONPathError(path: "detector", message: "\(error)")
+            }
+        }
+        configuration.stateDirectory =
+            try string(root["stateDirectory"], at: "stateDirectory") ?? configuration.stateDirectory
+        configuration.controlSocket =
+            try string(root["controlSocket"], at: "controlSocket") ?? configuration.controlSocket
+        configuration.adminGroup = try string(root["adminGroup"], at: "adminGroup")
+        if let shields = root["shields"] {
+            guard let shields = shields as? [String: Any] else {
+                throw JSONPathError(path: "shields", message: "expected an object")
+            }
+            try rejectUnknown(shields, ["exec", "systemd", "domains", "hooks"], at: "shields")
+            if let exec = shields["exec"] {
+                guard let exec = exec as? [String: Any] else {
+                    throw JSONPathError(path: "shields.exec", message: "expected an object")
+                }
+                try rejectUnknown(exec, ["enabled", "applicationDirectories"], at: "shields.exec")
+                configuration.execShield = try bool(exec["enabled"], at: "shields.exec.enabled") ?? true
+                configuration.applicationDirectories = try strings(
+                    exec["applicationDirectories"], at: "shields.exec.applicationDirectories")
+            }
+            if let systemd = shields["systemd"] {
+                guard let systemd = systemd as? [String: Any] else {
+                    throw JSONPathError(path: "shields.systemd", message: "expected an object")
+                }
+                try rejectUnknown(systemd, ["systemctl"], at: "shields.systemd")
+                configuration.systemctl =
+                    try string(systemd["systemctl"], at: "shields.systemd.systemctl") ?? "systemctl"
+            }
+            if let domains = shields["domains"] {
+                guard let domains = domains as? [String: Any] else {
+                    throw JSONPathError(path: "shields.domains", message: "expected an object")
+                }
+                try rejectUnknown(domains, ["path", "format", "reload"], at: "shields.domains")
+                let formatText = try string(domains["format"], at: "shields.domains.format") ?? "hosts"
+                guard let format = DomainShield.Format(rawValue: formatText) else {
+                    throw JSONPathError(
+                        path: "shields.domains.format",
+                        message: "expected \"hosts\" or \"dnsmasq\", found \"\(formatText)\"")
+                }
+                configuration.domains = (
+                    try string(domains["path"], at: "shields.domains.path") ?? "/etc/hosts", format,
+                    try strings(domains["reload"], at: "shields.domains.reload")
+                )
+            }
+            if let hooks = shields["hooks"] {
+                guard let hooks = hooks as? [String: Any] else {
+                    throw JSONPathError(path: "shields.hooks", message: "expected an object")
+                }
+                for (name, value) in hooks {
+                    let at = "shields.hooks.\(name)"
+                    guard let hook = value as? [String: Any] else {
+                        throw JSONPathError(path: at, message: "expected an object")
+                    }
+                    try rejectUnknown(hook, ["command", "timeout"], at: at)
+                    guard let command = try strings(hook["command"], at: "\(at).command"), !command.isEmpty
+                    else {
+                        throw JSONPathError(
+                            path: "\(at).command", message: "expected a non-empty array of strings")
+                    }
+                    let timeout = try number(hook["timeout"], at: "\(at).timeout", range: 0.1...3600) ?? 30
+                    configuration.hooks[name] = HookShield.Hook(command: command, timeout: timeout)
+                }
+            }
+        }
+        if let messages = root["messages"] {
+            guard let messages = messages as? [String: Any] else {
+                throw JSONPathError(path: "messages", message: "expected an object")
+            }
+            for (store, value) in messages {
+                let at = "messages.\(store)"
+                guard policy.stores.contains(where: { $0.name == store }) else {
+                    throw JSONPathError(path: at, message: "no store named \"\(store)\" in the policy")
+                }
+                guard let message = value as? [String: Any] else {
+                    throw JSONPathError(path: at, message: "expected an object")
+                }
+                try rejectUnknown(message, ["title", "subtitle"], at: at)
+                configuration.messages[store] = Message(
+                    title: try string(message["title"], at: "\(at).title") ?? "\(store) is shielded",
+                    subtitle: try string(message["subtitle"], at: "\(at).subtitle") ?? "")
+            }
+        }
+        return configuration
+    }
+
+    private static func rejectUnknown(_ object: [String: Any], _ allowed: Set<String>, at path: String) throws
+    {
+        for key in object.keys.sorted() where !allowed.contains(key) {
+            throw JSONPathError(
+                path: path.isEmpty ? key : "\(path).\(key)",
+                message: "unknown key; expected one of: \(allowed.sorted().joined(separator: ", "))")
+        }
+    }
+
+    private static func string(_ value: Any?, at path: String) throws -> String? {
+        guard let value else { return nil }
+        guard let text = value as? String else {
+            throw JSONPathError(path: path, message: "expected a string")
+        }
+        return text
+    }
+
+    private static func strings(_ value: Any?, at path: String) throws -> [String]? {
+        guard let value else { return nil }
+        guard let list = value as? [Any], list.allSatisfy({ $0 is String }) else {
+            throw JSONPathError(path: path, message: "expected an array of strings")
+        }
+        return list.compactMap { $0 as? String }
+    }
+
+    private static func bool(_ value: Any?, at path: String) throws -> Bool? {
+        guard let value else { return nil }
+        // JSON booleans arrive as NSNumber of type "c"; 0 and 1 must not pass for them.
+        guard let number = value as? NSNumber, String(cString: number.objCType) == "c" else {
+            throw JSONPathError(path: path, message: "expected true or false")
+        }
+        return number.boolValue
+    }
+
+    private static func number(_ value: Any?, at path: String, range: ClosedRange<Double>) throws -> Double? {
+        guard let value else { return nil }
+        guard let number = value as? NSNumber, String(cString: number.objCType) != "c",
+            range.contains(number.doubleValue)
+        else {
+            throw JSONPathError(
+                path: path, message: "expected a number in \(range.lowerBound)...\(range.upperBound)")
+        }
+        return number.doubleValue
+    }
+}

@@ -1,0 +1,108 @@
+import Foundation
+@preconcurrency import Glibc
+import UnlockPolicy
+
+/// The machine's clocks, as the policy wants them: wall time, the boot clock (which counts
+/// suspended time, unlike CLOCK_MONOTONIC) and this boot's identity.
+enum SystemClock {
+    /// Now, as the policy's ``Instant``.
+    static func now() -> Instant {
+        Instant(wall: Date(), monotonic: bootTime(), bootID: bootID)
+    }
+
+    /// `CLOCK_BOOTTIME`: time since boot, suspend included.
+    static func bootTime() -> Duration {
+        var spec = timespec()
+        clock_gettime(CLOCK_BOOTTIME, &spec)
+        return .seconds(spec.tv_sec) + .nanoseconds(spec.tv_nsec)
+    }
+
+    /// The system time zone's identifier, read afresh (so a change is noticed): `TZ`, else the
+    /// target of `/etc/localtime`, else `/etc/timezone`, else `UTC`.
+    static func zoneIdentifier() -> String {
+        if var tz = ProcessInfo.processInfo.environment["TZ"], !tz.isEmpty {
+            if tz.hasPrefix(":") { tz.removeFirst() }
+            if let range = tz.range(of: "zoneinfo/") { tz = String(tz[range.upperBound...]) }
+            if TimeZone(identifier: tz) != nil { return tz }
+        }
+        if let target = try? FileManager.default.destinationOfSymbolicLink(atPath: "/etc/localtime"),
+            let range = target.range(of: "zoneinfo/")
+        {
+            let id = String(target[range.upperBound...])
+            if TimeZone(identifier: id) != nil { return id }
+        }
+        if let text = try? String(contentsOfFile: "/etc/timezone", encoding: .utf8) {
+            let id = text.trimmingCharacters(in: .whitespacesAndNewlines)
+            if TimeZone(identifier: id) != nil { return id }
+        }
+        return "UTC"
+    }
+
+    /// `/proc/sys/kernel/random/boot_id`, different on every boot.
+    static let bootID: String = {
+        let text = (try? String(contentsOfFile: "/proc/sys/kernel/random/boot_id", encoding: .utf8)) ?? ""
+        let id = text.trimmingCharacters(in: .whitespacesAndNewlines)
+        return id.isEmpty ? "unknown-boot" : id
+    }()
+}
+
+/// Log lines for journald (a `<N>` priority prefix when standard error is not a terminal) or a
+/// terminal (`stepgate: …`), shaped like swift-log's levels.
+struct Logger: Sendable {
+    enum Level: Int, Sendable, Comparable {
+        case error = 3
+        case warning = 4
+        case notice = 5
+        case info = 6
+        case debug = 7
+
+        static func < (a: Level, b: Level) -> Bool { a.rawValue < b.rawValue }
+    }
+
+    /// The most verbose level written.
+    var level: Level = .info
+    private let journald = !isTerminal(2) || ProcessInfo.processInfo.environment["JOURNAL_STREAM"] != nil
+
+    init(level: Level = .info) { self.level = level }
+
+    func log(_ level: Level, _ message: @autoclosure () -> String) {
+        guard level <= self.level else { return }
+        let text = message()
+        for line in text.split(separator: "\n", omittingEmptySubsequences: false) {
+            if journald {
+                printError("<\(level.rawValue)>\(line)")
+            } else {
+                let tag = level <= .warning ? (level == .error ? "error: " : "warning: ") : ""
+                printError("stepgate: \(tag)\(line)")
+            }
+        }
+    }
+
+    func error(_ message: @autoclosure () -> String) { log(.error, message()) }
+    func warning(_ message: @autoclosure () -> String) { log(.warning, message()) }
+    func notice(_ message: @autoclosure () -> String) { log(.notice, message()) }
+    func info(_ message: @autoclosure () -> String) { log(.info, message()) }
+    func debug(_ message: @autoclosure () -> String) { log(.debug, message()) }
+}
+
+/// Tells systemd the service is ready (`Type=notify`), when `$NOTIFY_SOCKET` is set.
+func notifySystemd(_ state: String) {
+    guard var path = ProcessInfo.processInfo.environment["NOTIFY_SOCKET"], !path.isEmpty else { return }
+    if path.hasPrefix("@") { path = "\0" + path.dropFirst() }  // abstract namespace
+    let fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+    guard fd >= 0 else { return }
+    defer { close(fd) }
+    var address = sockaddr_un()
+    address.sun_family = sa_family_t(AF_UNIX)
+    let bytes = Array(path.utf8)
+    guard bytes.count < MemoryLayout.size(ofValue: address.sun_path) else { return }
+    withUnsafeMutableBytes(of: &address.sun_path) { raw in
+        for (i, b) in bytes.enumerated() { raw[i] = b }
+    }
+    let length = socklen_t(MemoryLayout<sa_family_t>.size + bytes.count)
+    _ = withUnsafePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer in
+            state.withCString { sendto(fd, $0, strlen($0), 0, pointer, length) }
+        }
+    }
+}

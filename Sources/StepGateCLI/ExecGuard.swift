@@ -1,0 +1,61 @@
+import Foundation
+@preconcurrency import Glibc
+import Shields
+
+/// `stepgate exec -- CMD…`: a launch guard that shows the shield screen instead of starting a
+/// shielded program.
+struct ExecGuard: Command {
+    static let configuration = CommandConfiguration(
+        commandName: "exec",
+        abstract: "Start a program unless it is shielded; show the shield screen (exit 126) if it is.",
+        discussion: """
+            Asks the daemon whether the program's store is shielded. If it is, prints the shield \
+            screen (title, subtitle, steps still to walk) and exits 126, as a shell does for a \
+            program it may not run. If the daemon cannot be reached the guard fails closed and \
+            does not start the program. Use it in launchers: Exec=stepgate exec -- /usr/games/x.
+            """,
+        arguments: [ArgumentHelp("-- <command> [<argument>...]", help: "The program and its arguments.")],
+        options: [ControlDefaults.socketOption]
+    )
+
+    var command: [String]
+    var socket: String
+
+    init(arguments: ParsedArguments) throws(UsageError) {
+        guard !arguments.positionals.isEmpty else {
+            throw UsageError("missing the program to start after '--'")
+        }
+        command = arguments.positionals
+        socket = arguments.value("socket") ?? ControlDefaults.socket
+    }
+
+    func run() async throws {
+        let program = command[0]
+        let path = program.contains("/") ? program : CommandRunner().resolve(program) ?? program
+        let answer: [String: Any]
+        do {
+            answer = try ControlClient.send(
+                ["command": "check", "executable": path], socket: socket, timeout: 10)
+        } catch {
+            printError("StepGate: \(error)\nNot starting \(program): the guard fails closed.")
+            throw ExitCode(126)
+        }
+        if answer["shielded"] as? Bool == true {
+            let title = answer["title"] as? String ?? "Shielded"
+            let subtitle = answer["subtitle"] as? String ?? ""
+            var text = "\n  \(title)\n"
+            if !subtitle.isEmpty { text += "  \(subtitle)\n" }
+            if let steps = answer["stepsToGo"] as? Int {
+                text += "\n  Walk \(steps) more steps to unlock it.\n"
+            }
+            if let until = answer["unlockedUntil"] as? String { text += "  Unlocked until \(until).\n" }
+            text += "\n  [ Close ]   [ Walk now: stepgate status ]\n"
+            printError(text)
+            throw ExitCode(126)
+        }
+        let argv = command.map { strdup($0) } + [nil]
+        execv(path, argv)
+        printError("Error: cannot start \(program): \(String(cString: strerror(errno)))")
+        throw ExitCode(127)
+    }
+}

@@ -1,0 +1,59 @@
+import Foundation
+
+/// `stepgate status`: what the daemon enforces now.
+struct Status: Command {
+    static let configuration = CommandConfiguration(
+        commandName: "status",
+        abstract: "Show steps, goals, what is shielded and until when (any local user may ask).",
+        options: [ControlDefaults.socketOption, .flag("json", help: "Print the daemon's answer as JSON.")]
+    )
+
+    var socket: String
+    var json: Bool
+
+    init(arguments: ParsedArguments) throws(UsageError) {
+        guard arguments.positionals.isEmpty else {
+            throw UsageError("unexpected argument '\(arguments.positionals[0])'")
+        }
+        socket = arguments.value("socket") ?? ControlDefaults.socket
+        json = arguments.flag("json")
+    }
+
+    func run() async throws {
+        let answer = try ControlClient.send(["command": "status"], socket: socket)
+        if json {
+            let data = try JSONSerialization.data(withJSONObject: answer, options: [.sortedKeys])
+            print(String(decoding: data, as: UTF8.self))
+            return
+        }
+        print(
+            "input: \(answer["input"] as? String ?? "?"), \(answer["stepsSinceStart"] as? Int ?? 0) steps since start"
+        )
+        for store in (answer["stores"] as? [[String: Any]]) ?? [] {
+            let name = store["name"] as? String ?? "?"
+            var line = "\(name): " + ((store["shielded"] as? Bool) == true ? "shielded" : "open")
+            if let owners = store["owners"] as? [String], !owners.isEmpty {
+                line += " (held by \(owners.joined(separator: ", ")))"
+            }
+            if let until = store["unlockedUntil"] as? String { line += ", unlocked until \(until)" }
+            if let until = store["emergencyUntil"] as? String { line += ", emergency unlock until \(until)" }
+            if let goal = store["nextGoal"] as? Int, let steps = store["steps"] as? Int {
+                line += ", \(steps)/\(goal) steps"
+            }
+            if let cap = store["dailyUnlockCap"] as? Int {
+                line += ", \(store["unlocksToday"] as? Int ?? 0)/\(cap) unlocks today"
+            }
+            if let health = store["shieldHealth"] as? String, health != "ok" {
+                line += "\n  shield failing: \(health)"
+            }
+            if let note = store["note"] as? String { line += "\n  \(note)" }
+            print(line)
+        }
+        print("emergency unlocks left this week: \(answer["emergencyRemaining"] as? Int ?? 0)")
+        if let next = answer["nextChange"] as? String { print("next change: \(next)") }
+        for problem in (answer["problems"] as? [String]) ?? [] { print("problem: \(problem)") }
+        if let kinds = answer["unenforcedKinds"] as? [String], !kinds.isEmpty {
+            print("not enforced on this machine: \(kinds.joined(separator: ", "))")
+        }
+    }
+}

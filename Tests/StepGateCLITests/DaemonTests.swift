@@ -1,0 +1,262 @@
+import Foundation
+import StepGateTestSupport
+import Testing
+
+/// A daemon started for a test, with its files in a temporary folder.
+private final class TestDaemon {
+    let folder: URL
+    let process = Process()
+    var socket: String { folder.appendingPathComponent("control.sock").path }
+    var hosts: String { folder.appendingPathComponent("hosts").path }
+
+    init(folder: URL, config: String) throws {
+        self.folder = folder
+        let configPath = folder.appendingPathComponent("config.json").path
+        try config.write(toFile: configPath, atomically: true, encoding: .utf8)
+        process.executableURL = Fixtures.stepgateExecutable
+        process.arguments = ["daemon", "--config", configPath]
+        let log =
+            FileHandle(forWritingAtPath: folder.appendingPathComponent("daemon.log").path)
+            ?? {
+                FileManager.default.createFile(
+                    atPath: folder.appendingPathComponent("daemon.log").path, contents: nil)
+                return FileHandle(forWritingAtPath: folder.appendingPathComponent("daemon.log").path)!
+            }()
+        log.seekToEndOfFile()
+        process.standardOutput = log
+        process.standardError = log
+        try process.run()
+        // Ready once the control socket answers.
+        for _ in 0..<100 {
+            if (try? status()) != nil { return }
+            usleep(100_000)
+        }
+        throw TestFailure("the daemon did not start: \(self.log)")
+    }
+
+    deinit {
+        // A test that failed half-way must not leave its daemon running.
+        if process.isRunning { kill(SIGKILL) }
+    }
+
+    var log: String {
+        (try? String(contentsOf: folder.appendingPathComponent("daemon.log"), encoding: .utf8)) ?? ""
+    }
+
+    func client(_ arguments: [String]) throws -> ProcessResult {
+        try runProcess(Fixtures.stepgateExecutable, arguments + ["--socket", socket])
+    }
+
+    func status() throws -> [String: Any] {
+        let result = try client(["status", "--json"])
+        guard result.status == 0,
+            let object = try JSONSerialization.jsonObject(with: Data(result.standardOutput.utf8))
+                as? [String: Any]
+        else { throw TestFailure("status failed: \(result.standardError)") }
+        return object
+    }
+
+    func store(_ name: String) throws -> [String: Any] {
+        let stores = try status()["stores"] as? [[String: Any]] ?? []
+        guard let store = stores.first(where: { $0["name"] as? String == name }) else {
+            throw TestFailure("no store \(name)")
+        }
+        return store
+    }
+
+    /// Waits until `condition` holds, polling status; fails after `seconds`.
+    func wait(_ seconds: Double, for what: String, _ condition: ([String: Any]) throws -> Bool) throws {
+        let deadline = Date().addingTimeInterval(seconds)
+        while Date() < deadline {
+            if let store = try? store("games"), try condition(store) { return }
+            usleep(200_000)
+        }
+        throw TestFailure("timed out waiting for \(what); log:\n\(log)")
+    }
+
+    var hostsBlocked: Bool {
+        ((try? String(contentsOfFile: hosts, encoding: .utf8)) ?? "").contains("0.0.0.0 example.com")
+    }
+
+    func kill(_ signal: Int32) {
+        Glibc.kill(process.processIdentifier, signal)
+        process.waitUntilExit()
+    }
+}
+
+private struct TestFailure: Error, CustomStringConvertible {
+    var description: String
+    init(_ description: String) { self.description = description }
+}
+
+private func config(folder: URL, walk: String, speed: Double = 20, exec: String? = nil) -> String {
+    let executables = exec.map { #", "executables": ["\#($0)"]"# } ?? ""
+    let execShield = exec == nil ? "" : #", "exec": {"enabled": true}"#
+    return """
+        {
+          "input": {"replay": "\(walk)", "speed": \(speed)},
+          "policy": {"stores": {"games": {
+             "selection": {"domains": ["example.com"]\(executables)},
+             "gate": {"goals": [{"steps": 50, "minutes": 1}]}}}},
+          "stateDirectory": "\(folder.appendingPathComponent("state").path)",
+          "controlSocket": "\(folder.appendingPathComponent("control.sock").path)",
+          "shields": {"domains": {"path": "\(folder.appendingPathComponent("hosts").path)"}\(execShield)}
+        }
+        """
+}
+
+/// The daemon end to end, with a replayed walk as input (so no sensor is needed) and real
+/// shields on temporary files. The relock tests wait out a real one-minute unlock window; the
+/// suites run in parallel, so that costs about a minute in all.
+@Suite("stepgate daemon", .timeLimit(.minutes(4)))
+struct DaemonTests {
+    private func sample(_ name: String) -> String { Fixtures.samples.appendingPathComponent(name).path }
+
+    @Test func walkUnlocksAndTheDeadlineSurvivesKillAndRestart() throws {
+        let folder = try Fixtures.temporaryFolder()
+        try "127.0.0.1 localhost\n".write(
+            toFile: folder.appendingPathComponent("hosts").path, atomically: true, encoding: .utf8)
+        let walkConfig = config(folder: folder, walk: sample("walk-front-pocket-303.csv"))
+
+        // Locked at start: the domain is blocked until 50 steps are walked.
+        let first = try TestDaemon(folder: folder, config: walkConfig)
+        #expect(try first.store("games")["shielded"] as? Bool == true)
+        #expect(first.hostsBlocked)
+        try first.wait(30, for: "the walk to unlock") { $0["shielded"] as? Bool == false }
+        #expect(!first.hostsBlocked)
+        let deadline = try #require(try first.store("games")["unlockedUntil"] as? String)
+
+        // Killed inside the window and restarted (reading a drive, no steps): still open, same deadline.
+        first.kill(SIGKILL)
+        let driveConfig = config(folder: folder, walk: sample("drive-wrist-0.csv"), speed: 1)
+        let second = try TestDaemon(folder: folder, config: driveConfig)
+        #expect(try second.store("games")["shielded"] as? Bool == false)
+        #expect(try second.store("games")["unlockedUntil"] as? String == deadline)
+
+        // Killed again, restarted after the deadline: locked.
+        second.kill(SIGKILL)
+        let end = try #require(ISO8601DateFormatter().date(from: deadline))
+        let wait = end.timeIntervalSinceNow + 1
+        if wait > 0 { usleep(UInt32(wait * 1_000_000)) }
+        let third = try TestDaemon(folder: folder, config: driveConfig)
+        #expect(try third.store("games")["shielded"] as? Bool == true)
+        #expect(third.hostsBlocked)
+
+        // SIGTERM: saves and exits 0.
+        third.kill(SIGTERM)
+        #expect(third.process.terminationStatus == 0)
+        #expect(
+            FileManager.default.fileExists(atPath: folder.appendingPathComponent("state/state.json").path))
+        #expect(third.log.contains("<5>stopping: saving state"))
+    }
+
+    @Test func relocksOnTimeWhileRunning() throws {
+        let folder = try Fixtures.temporaryFolder()
+        let daemon = try TestDaemon(
+            folder: folder, config: config(folder: folder, walk: sample("walk-wrist-100.csv"), speed: 20))
+        defer { daemon.kill(SIGTERM) }
+        try daemon.wait(30, for: "the walk to unlock") { $0["shielded"] as? Bool == false }
+        let until = try #require(
+            ISO8601DateFormatter().date(from: try daemon.store("games")["unlockedUntil"] as? String ?? ""))
+        try daemon.wait(until.timeIntervalSinceNow + 10, for: "the relock") {
+            $0["shielded"] as? Bool == true
+        }
+        #expect(Date() >= until)
+        #expect(daemon.hostsBlocked)
+    }
+
+    @Test func controlCommandsAndRights() throws {
+        let folder = try Fixtures.temporaryFolder()
+        chmod(folder.path, 0o755)
+        let daemon = try TestDaemon(
+            folder: folder, config: config(folder: folder, walk: sample("drive-wrist-0.csv"), speed: 1))
+        defer { daemon.kill(SIGTERM) }
+        let lock = try daemon.client(["lock", "games", "--minutes", "5"])
+        #expect(lock.status == 0, "\(lock.standardError)")
+        #expect((try daemon.store("games")["owners"] as? [String] ?? []).contains { $0.hasPrefix("lock:") })
+        let unknown = try daemon.client(["lock", "nosuchstore", "--minutes", "5"])
+        #expect(unknown.status == 1)
+        #expect(unknown.standardError.contains("no store named"))
+        let emergency = try daemon.client(["unlock", "--emergency", "games"])
+        #expect(emergency.status == 0, "\(emergency.standardError)")
+        #expect(try daemon.store("games")["shielded"] as? Bool == false)
+        let reload = try daemon.client(["reload"])
+        #expect(reload.status == 0, "\(reload.standardError)")
+        try "{broken".write(
+            toFile: folder.appendingPathComponent("config.json").path, atomically: true, encoding: .utf8)
+        let badReload = try daemon.client(["reload"])
+        #expect(badReload.status == 1)
+        #expect(badReload.standardError.contains("old configuration stays"))
+        #expect(try daemon.status()["ok"] as? Bool == true)
+    }
+
+    @Test(
+        .enabled(
+            if: getuid() == 0 && FileManager.default.isExecutableFile(atPath: "/usr/bin/setpriv"),
+            "needs root and setpriv"))
+    func anUnprivilegedUserMayOnlyAskStatus() throws {
+        let folder = try Fixtures.temporaryFolder()
+        chmod(folder.path, 0o755)
+        let binary = folder.appendingPathComponent("stepgate").path
+        try FileManager.default.copyItem(atPath: Fixtures.stepgateExecutable.path, toPath: binary)
+        chmod(binary, 0o755)
+        let daemon = try TestDaemon(
+            folder: folder, config: config(folder: folder, walk: sample("drive-wrist-0.csv"), speed: 1))
+        defer { daemon.kill(SIGTERM) }
+        func asNobody(_ arguments: [String]) throws -> ProcessResult {
+            try runProcess(
+                URL(fileURLWithPath: "/usr/bin/setpriv"),
+                ["--reuid=nobody", "--regid=nogroup", "--clear-groups", binary] + arguments + [
+                    "--socket", daemon.socket,
+                ])
+        }
+        let status = try asNobody(["status"])
+        #expect(status.status == 0, "\(status.standardError)")
+        #expect(status.standardOutput.contains("games: shielded"))
+        for command in [
+            ["lock", "games", "--minutes", "5"], ["unlock", "--emergency", "games"], ["reload"],
+            ["skip", "night"],
+        ] {
+            let result = try asNobody(command)
+            #expect(result.status == 1)
+            #expect(result.standardError.contains("permission denied"), "\(command): \(result.standardError)")
+        }
+    }
+
+    @Test(.enabled(if: getuid() == 0, "fanotify needs root"))
+    func execShieldDeniesWhileShieldedAndSIGKILLLeavesNothingBlocked() throws {
+        let folder = try Fixtures.temporaryFolder()
+        let game = folder.appendingPathComponent("game").path
+        let editor = folder.appendingPathComponent("editor").path
+        try FileManager.default.copyItem(atPath: "/bin/true", toPath: game)
+        try FileManager.default.copyItem(atPath: "/bin/true", toPath: editor)
+        func run(_ path: String) throws -> Int32 {
+            try runProcess(URL(fileURLWithPath: "/bin/sh"), ["-c", path]).status
+        }
+        let daemon = try TestDaemon(
+            folder: folder,
+            config: config(folder: folder, walk: sample("walk-front-pocket-303.csv"), exec: game))
+        #expect(try run(game) == 126)
+        #expect(try run(editor) == 0)
+        // The launch guard shows the shield screen and exits 126.
+        let guarded = try runProcess(
+            Fixtures.stepgateExecutable, ["exec", "--socket", daemon.socket, "--", game])
+        #expect(guarded.status == 126)
+        #expect(guarded.standardError.contains("games is shielded"))
+        try daemon.wait(30, for: "the walk to unlock") { $0["shielded"] as? Bool == false }
+        #expect(try run(game) == 0)
+        #expect(
+            try runProcess(Fixtures.stepgateExecutable, ["exec", "--socket", daemon.socket, "--", game])
+                .status == 0)
+        // Relocked by hand, then the daemon is killed: the kernel allows again.
+        #expect(try daemon.client(["lock", "games", "--minutes", "5"]).status == 0)
+        #expect(try run(game) == 126)
+        daemon.kill(SIGKILL)
+        #expect(try run(game) == 0)
+        // With no daemon, the launch guard fails closed.
+        let orphan = try runProcess(
+            Fixtures.stepgateExecutable, ["exec", "--socket", daemon.socket, "--", game])
+        #expect(orphan.status == 126)
+        #expect(orphan.standardError.contains("fails closed"))
+    }
+}
