@@ -1,3 +1,6 @@
+import Shields
+import UnlockPolicy
+
 /// `stepgate daemon`: the live pipeline with shields and the control socket.
 struct DaemonCommand: Command {
     static let configuration = CommandConfiguration(
@@ -14,11 +17,13 @@ struct DaemonCommand: Command {
             """,
         options: [
             .option("config", "file", help: "The StepGate configuration (JSON).", required: true),
+            .flag("check", help: "Only check the configuration, print a summary and exit."),
             .flag("verbose", help: "Log debug messages too."),
         ]
     )
 
     var configPath: String
+    var check: Bool
     var verbose: Bool
 
     init(arguments: ParsedArguments) throws(UsageError) {
@@ -27,11 +32,37 @@ struct DaemonCommand: Command {
             throw UsageError("unexpected argument '\(arguments.positionals[0])'")
         }
         configPath = path
+        check = arguments.flag("check")
         verbose = arguments.flag("verbose")
     }
 
     func run() async throws {
         let configuration = try DaemonConfiguration.load(path: configPath)
+        if check {
+            print("\(configPath): valid")
+            switch configuration.input {
+            case .replay(let path, let speed): print("input: replay \(path) at \(speed)× real time")
+            case .device(let name, let uri, let rate):
+                print(
+                    "input: IIO device \(name ?? "(first accelerometer)") \(uri.map { "at \($0) " } ?? "")at \(rate) Hz"
+                )
+            }
+            print("stores: \(configuration.policy.stores.map(\.name).joined(separator: ", "))")
+            var shields: [String] = []
+            if configuration.execShield { shields.append("exec") }
+            if configuration.systemctl != nil { shields.append("systemd") }
+            if let domains = configuration.domains {
+                shields.append("domains (\(domains.format.rawValue) file \(domains.path))")
+            }
+            if !configuration.hooks.isEmpty {
+                shields.append("hooks (\(configuration.hooks.keys.sorted().joined(separator: ", ")))")
+            }
+            print("shields: \(shields.isEmpty ? "none" : shields.joined(separator: ", "))")
+            print(
+                "state: \(configuration.stateDirectory)/state.json; control socket: \(configuration.controlSocket)"
+            )
+            return
+        }
         let daemon = try Daemon(
             configuration: configuration, configPath: configPath, log: Logger(level: verbose ? .debug : .info)
         )

@@ -22,7 +22,10 @@ struct CommandLineTests {
         let help = try stepgate("--help")
         #expect(help.status == 0)
         #expect(help.standardOutput.contains("USAGE: stepgate <subcommand>"))
-        for name in ["replay", "eval", "simulate", "config", "bench"] {
+        for name in [
+            "replay", "eval", "simulate", "daemon", "status", "lock", "skip", "unlock", "reload", "exec",
+            "config", "bench",
+        ] {
             #expect(help.standardOutput.contains("  \(name) "))
             let sub = try stepgate(name, "--help")
             #expect(sub.status == 0)
@@ -45,6 +48,12 @@ struct CommandLineTests {
         (["config", "a", "b"], "unexpected argument 'b'"),
         (["bench", "--samples", "10"], "invalid value '10' for '--samples'"),
         (["simulate", "s.jsonl"], "missing '--config <file>'"),
+        (["daemon"], "missing '--config <file>'"),
+        (["lock", "games"], "missing '--minutes <minutes>'"),
+        (["lock", "games", "--minutes", "-3"], "invalid value '-3' for '--minutes'"),
+        (["unlock", "games"], "only emergency unlocks exist"),
+        (["skip"], "expected exactly one '<schedule>'"),
+        (["exec"], "missing the program to start"),
         (["replay", "x.csv", "--policy", "p.json"], "'--policy' needs '--start <time>'"),
         (
             ["replay", "x.csv", "--start", "2026-01-01T00:00:00Z"],
@@ -264,5 +273,20 @@ struct CommandLineTests {
         #expect(effects.first(where: { $0 == "apply" || $0 == "remove" }) == "apply")
         #expect(effects.filter { $0 == "remove" }.count == 1)
         #expect(effects.filter { $0 == "apply" }.count >= 2)
+    }
+
+    @Test func daemonCheckValidatesTheExampleConfiguration() throws {
+        let result = try stepgate("daemon", "--check", "--config", sample("stepgate.example.json"))
+        #expect(result.status == 0, "\(result.standardError)")
+        #expect(result.standardOutput.contains("stores: games"))
+        #expect(
+            result.standardOutput.contains(
+                "shields: exec, domains (hosts file /etc/hosts), hooks (pause-consoles)"))
+        let bad = try temporaryFile(
+            "d.json",
+            #"{"input": {"replay": "x.csv"}, "policy": {"stores": {}}, "shields": {"exec": {"enabled": 1}}}"#)
+        let failed = try stepgate("daemon", "--check", "--config", bad)
+        #expect(failed.status == 1)
+        #expect(failed.standardError.contains("shields.exec.enabled: expected true or false"))
     }
 }
