@@ -180,7 +180,8 @@ private func peerCredentials(_ fd: Int32) -> PeerCredentials? {
     return PeerCredentials(pid: raw.0, uid: raw.1, gid: raw.2)
 }
 
-private func unixAddress(_ path: String) throws -> sockaddr_un {
+/// A `sockaddr_un` for `path` (a leading NUL byte selects the abstract namespace).
+func unixAddress(_ path: String) throws -> sockaddr_un {
     var address = sockaddr_un()
     address.sun_family = sa_family_t(AF_UNIX)
     let bytes = Array(path.utf8)

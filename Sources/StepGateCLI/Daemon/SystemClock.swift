@@ -92,13 +92,8 @@ func notifySystemd(_ state: String) {
     let fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
     guard fd >= 0 else { return }
     defer { close(fd) }
-    var address = sockaddr_un()
-    address.sun_family = sa_family_t(AF_UNIX)
+    guard var address = try? unixAddress(path) else { return }
     let bytes = Array(path.utf8)
-    guard bytes.count < MemoryLayout.size(ofValue: address.sun_path) else { return }
-    withUnsafeMutableBytes(of: &address.sun_path) { raw in
-        for (i, b) in bytes.enumerated() { raw[i] = b }
-    }
     let length = socklen_t(MemoryLayout<sa_family_t>.size + bytes.count)
     _ = withUnsafePointer(to: &address) {
         $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer in
