@@ -33,6 +33,8 @@ public struct PolicyEngine: Sendable {
     private var capBlockedUntil: [String: Int64] = [:]
     private var pendingReasons: [String: (reason: String, until: Int64?)] = [:]
     private var notices: [PolicyNotice] = []
+    /// The notices of the last batch, sent again if the shell reports that batch failed.
+    private var lastNotices: [PolicyNotice] = []
     private var bootID = ""
     private var mono: Int64 = 0
     private var wall: Int64 = 0
@@ -79,6 +81,7 @@ public struct PolicyEngine: Sendable {
     public mutating func handle(_ input: PolicyInput, at now: Instant) -> [PolicyEffect] {
         advanceClock(now)
         var skipReconcile = false
+        var answering: EffectFailure?
         switch input {
         case .steps(let count):
             if count > 0 {
@@ -125,10 +128,23 @@ public struct PolicyEngine: Sendable {
                         kind: .shieldFailed, store: store, reason: "\(reason); retrying on the next tick"))
             }
         case .effectFailed(let failure):
+            // Notices come after `persist` and `wakeUp`, so the failed batch's were dropped.
+            notices.insert(contentsOf: lastNotices, at: 0)
             switch failure {
             case .wakeUp(let reason): failClosed("could not arm the relock: \(reason)")
-            case .persist(let reason): failClosed("could not save the state: \(reason)")
+            case .persist(let reason):
+                failClosed("could not save the state: \(reason)")
+                dirty = true  // not saved: try again with the next input
             }
+            // The shell dropped the rest of the failed batch, which may have held an `apply`, a
+            // `remove` or the wake-up: nothing in it can be assumed done. Forget what the shields
+            // are known to have applied (the answer applies every required target again; shields
+            // are idempotent) and ask for the wake-up again with the next batch.
+            applied.removeAll()
+            knownApplied.removeAll()
+            shieldsDirty = true
+            lastWake = nil
+            answering = failure
         }
         if needsEvaluation || state.ledger >= nextLedgerEvent || wall >= nextWallEvent
             || wall < lastEvaluationWall
@@ -140,21 +156,32 @@ public struct PolicyEngine: Sendable {
             shieldEffects = reconcile()
         }
         var effects: [PolicyEffect] = []
-        if dirty {
+        // The answer to a failed effect never saves (the save is retried with the next input;
+        // no unlock window is running then), and the answer to a failed wake-up arms none (the
+        // shell's minute tick stands in until the next input arms it). So the shell and the
+        // engine cannot answer each other forever, and at most one answer in a row can fail:
+        // the shields of the last one are always carried out.
+        if dirty && answering == nil {
             effects.append(.persist(state))
             dirty = false
         }
-        if let wake = nextWake(), wake != lastWake || bootID != lastWakeBoot {
+        if !isWakeUpFailure(answering), let wake = nextWake(), wake != lastWake || bootID != lastWakeBoot {
             lastWake = wake
             lastWakeBoot = bootID
             effects.append(.wakeUp(at: dateFromMillis(wall + wake - mono), monotonic: .milliseconds(wake)))
         }
+        lastNotices = notices
         if !notices.isEmpty {
             for notice in notices { effects.append(.notify(notice)) }
             notices.removeAll(keepingCapacity: true)
         }
         if !shieldEffects.isEmpty { effects += shieldEffects }
         return effects
+    }
+
+    private func isWakeUpFailure(_ failure: EffectFailure?) -> Bool {
+        if case .wakeUp = failure { return true }
+        return false
     }
 
     /// What the policy holds at `now` (as if a `.tick` arrived then), for `stepgate status`.
@@ -712,6 +739,7 @@ public struct PolicyEngine: Sendable {
 
     /// Ends every unlock (gate, schedule goals, emergency) at once.
     private mutating func failClosed(_ reason: String) {
+        let known = problems.last.map { $0.dropFirst(22) == "\(reason); locked" } ?? false
         addProblem("\(reason); locked")
         var revoked = false
         for name in Array(state.stores.keys) {
@@ -734,9 +762,13 @@ public struct PolicyEngine: Sendable {
             }
             state.stores[name] = s
         }
-        notices.append(
-            PolicyNotice(
-                kind: .failClosed, reason: revoked ? "\(reason); locked again" : "\(reason); already locked"))
+        // A failure that keeps recurring while nothing is unlocked is said once.
+        if revoked || !known {
+            notices.append(
+                PolicyNotice(
+                    kind: .failClosed,
+                    reason: revoked ? "\(reason); locked again" : "\(reason); already locked"))
+        }
         if revoked {
             dirty = true
             needsEvaluation = true

@@ -78,6 +78,24 @@ struct PersistenceTests {
         #expect(try String(contentsOfFile: path, encoding: .utf8) == future)
     }
 
+    /// At start, a state file from a newer StepGate refuses the first save; the shell drops the
+    /// rest of that batch (the first `apply`), and the engine's answer must apply it again.
+    @Test func newerVersionAtStartStillAppliesTheShields() {
+        var sim = PolicySimulator(
+            configuration: gateConfig(), stateStore: InMemoryPolicyStateStore(text: "{\"version\": 99}"),
+            start: Date(timeIntervalSince1970: 1_740_819_600))
+        let records = sim.send(.tick)
+        #expect(records.contains { $0.failure != nil })
+        #expect(games.targets.isSubset(of: sim.enforced))
+        for minute in 1...3 {
+            _ = sim.advance(to: Date(timeIntervalSince1970: 1_740_819_600 + Double(60 * minute)))
+            _ = sim.send(.steps(150))
+            #expect(games.targets.isSubset(of: sim.enforced), "minute \(minute)")
+            #expect(sim.engine.shielded("games", at: sim.instant))
+        }
+        #expect(sim.engine.problems.contains { $0.contains("newer than this StepGate") })
+    }
+
     @Test func fileStoreWritesAtomicallyAndMovesCorruptFilesAside() throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
             "policy-\(UUID().uuidString)")
