@@ -29,7 +29,8 @@ public struct PolicyEngine: Sendable {
     private var lastWake: Int64?
     private var lastWakeBoot = ""
     private var retryAt: Int64?
-    /// While the daily cap refuses a store's gate: the next local midnight (recheck from then).
+    /// While the daily cap refuses a store's gate: the ledger time from which it may not (recheck
+    /// from then).
     private var capBlockedUntil: [String: Int64] = [:]
     private var pendingReasons: [String: (reason: String, until: Int64?)] = [:]
     private var notices: [PolicyNotice] = []
@@ -461,7 +462,7 @@ public struct PolicyEngine: Sendable {
                 let g = Self.addSteps(n, to: &state.stores[name, default: StoreState()].gate)
                 dirty = true
                 let next = g.tier + 1 < gate.goals.count ? gate.goals[max(0, g.tier + 1)].steps : Int.max
-                let capped = g.tier == -2 && wall < capBlockedUntil[name] ?? .min
+                let capped = g.tier == -2 && state.ledger < capBlockedUntil[name] ?? .min
                 if g.steps >= next && !capped {
                     checkGate(store: name, gate: gate, state: g)
                 }
@@ -520,8 +521,8 @@ public struct PolicyEngine: Sendable {
             needsEvaluation = true
             return
         }
-        let today = unlocksToday(store: name)
-        if let cap = gate.dailyUnlockCap, today >= cap {
+        let counted = countedUnlocks(store: name)
+        if let cap = gate.dailyUnlockCap, counted.count >= cap {
             // Say so once per locked period; the steps keep counting.
             if g.tier != -2 {
                 notices.append(
@@ -530,32 +531,38 @@ public struct PolicyEngine: Sendable {
                         reason: "daily unlock cap of \(cap) reached; steps keep counting for tomorrow"))
                 state.stores[name]?.gate.tier = -2
             }
-            let r = resolver(for: nil)
-            capBlockedUntil[name] = r.instant(local: (r.localDay(wall) + 1) * millisPerDay)
+            // Free again when enough of the counted unlocks' days have ended.
+            capBlockedUntil[name] = cap == 0 ? .max : counted[counted.count - cap]
             return
         }
         state.stores[name]?.gate.window = TimedWindow(
             startWall: wall, startLedger: state.ledger, length: length, wallBound: true)
         state.stores[name]?.gate.tier = reached
-        state.stores[name]?.unlocks.append(Stamp(wall: wall, ledger: state.ledger))
+        let r = resolver(for: nil)
+        state.stores[name]?.unlocks.append(
+            GateUnlock(
+                wall: wall, ledger: state.ledger,
+                dayEnd: r.instant(local: (r.localDay(wall) + 1) * millisPerDay)))
         pendingReasons["\(name)|gate"] = (
             "walked \(g.steps) steps (goal \(tier.steps)): unlocked for \(tier.minutes) min", wall + length
         )
         needsEvaluation = true
     }
 
-    /// Gate unlocks that fall on today's local date, dating each by elapsed time from now (so a
-    /// wall-clock jump cannot move past unlocks to another day).
-    private mutating func unlocksToday(store name: String) -> Int {
-        let r = resolver(for: nil)
-        let today = r.localDay(wall)
-        var count = 0
+    /// The gate unlocks that count toward today's cap: each counts until the end of the local
+    /// day on which it happened, in the zone in force then, measured in elapsed time. So neither
+    /// a wall-clock jump nor a zone change ends its day early; a genuine midnight does.
+    /// Returns the ledger times at which they stop counting, soonest first.
+    private func countedUnlocks(store name: String) -> [Int64] {
+        var ends: [Int64] = []
         for u in state.stores[name]?.unlocks ?? [] {
-            let age = state.ledger - u.ledger
-            if age < 2 * millisPerDay, r.localDay(wall - age) == today { count += 1 }
+            let end = u.ledger + min(max(0, u.dayEnd - u.wall), 2 * millisPerDay)
+            if state.ledger < end { ends.append(end) }
         }
-        return count
+        return ends.sorted()
     }
+
+    private func unlocksToday(store name: String) -> Int { countedUnlocks(store: name).count }
 
     // MARK: - Commands
 
