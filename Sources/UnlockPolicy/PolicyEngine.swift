@@ -194,13 +194,19 @@ public struct PolicyEngine: Sendable {
 
     // MARK: - Clock
 
+    /// Wall readings are kept within years 1–9000 and boot-clock readings within ±9·10¹⁴ ms, so
+    /// every sum of a reading and a window stays far from overflow and every state still encodes
+    /// to a file that decodes (ISO 8601 years have four digits).
+    static let wallRange: ClosedRange<Int64> = -62_135_596_800_000...221_845_392_000_000
+    static let monoRange: ClosedRange<Int64> = -900_000_000_000_000...900_000_000_000_000
+
     private mutating func advanceClock(_ instant: Instant) {
-        let w = instant.wallMillis
-        let m = instant.monoMillis
+        let w = min(max(instant.wallMillis, Self.wallRange.lowerBound), Self.wallRange.upperBound)
+        let m = min(max(instant.monoMillis, Self.monoRange.lowerBound), Self.monoRange.upperBound)
         if let last = state.lastSeen {
             if last.bootID == instant.bootID {
                 let delta = max(0, m - last.mono)
-                state.ledger += delta
+                state.ledger = min(state.ledger + delta, Self.monoRange.upperBound)
                 let expected = last.wall + delta
                 if abs(w - expected) > 1000 {
                     needsEvaluation = true
@@ -214,7 +220,7 @@ public struct PolicyEngine: Sendable {
             } else {
                 // A reboot: the boot clock restarted. Real time elapsed is at least the new boot's
                 // uptime; the wall clock is the only other evidence.
-                state.ledger += max(0, m, w - last.wall)
+                state.ledger = min(state.ledger + max(0, m, w - last.wall), Self.monoRange.upperBound)
                 needsEvaluation = true
                 applied.removeAll()
                 knownApplied.removeAll()
@@ -478,7 +484,7 @@ public struct PolicyEngine: Sendable {
                 dirty = true
                 if occ.steps >= goal.steps {
                     let rest = o.end - wall
-                    let length = goal.minutes.map { min(Int64($0) * millisPerMinute, rest) } ?? rest
+                    let length = goal.minutes.map { min(Self.millis(minutes: $0), rest) } ?? rest
                     if length > 0 {
                         occ.window = TimedWindow(
                             startWall: wall, startLedger: state.ledger, length: length, wallBound: true)
@@ -506,7 +512,7 @@ public struct PolicyEngine: Sendable {
             return
         }
         let tier = gate.goals[reached]
-        let length = Int64(tier.minutes) * millisPerMinute
+        let length = Self.millis(minutes: tier.minutes)
         if var w = g.window {
             w.length = length
             state.stores[name]?.gate.window = w
@@ -616,7 +622,7 @@ public struct PolicyEngine: Sendable {
                 notices.append(PolicyNotice(kind: .refused, store: name, reason: reason))
                 return
             }
-            let length = Int64(configuration.emergency.minutes) * millisPerMinute
+            let length = Self.millis(minutes: configuration.emergency.minutes)
             state.emergencyUses.append(
                 EmergencyUse(store: name, by: by, stamp: Stamp(wall: wall, ledger: state.ledger)))
             state.stores[name, default: StoreState()].emergency = HeldWindow(
@@ -647,6 +653,12 @@ public struct PolicyEngine: Sendable {
                     kind: .configurationReloaded,
                     reason: "configuration reloaded: \(newConfiguration.stores.count) store(s)"))
         }
+    }
+
+    /// A configured length in milliseconds, bounded to 1 minute … 366 days (`validate()` rejects
+    /// anything outside; an engine built from an unvalidated configuration must not trap).
+    static func millis(minutes: Int) -> Int64 {
+        Int64(min(max(minutes, 1), maximumWindowMinutes)) * millisPerMinute
     }
 
     private func durationMillis(_ d: Duration) -> Int64 {

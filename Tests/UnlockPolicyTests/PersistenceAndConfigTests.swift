@@ -193,6 +193,18 @@ struct ConfigurationTests {
             "stores.games.schedules[0].goal.minutes: an unlock window must last at least a minute"
         ),
         (#""schedules": 3}}}"#, "stores.games.schedules: expected an array, found an integer"),
+        (
+            #""gate": {"goals": [{"steps": 10, "minutes": 1000000000000000}]}}}}"#,
+            "stores.games.gate.goals[0].minutes: an unlock window must last at most 366 days (527040 minutes), found 1000000000000000"
+        ),
+        (
+            #""gate": {"goals": [{"steps": 5000000000, "minutes": 30}]}}}}"#,
+            "stores.games.gate.goals[0].steps: expected at most 1000000000 steps, found 5000000000"
+        ),
+        (
+            #""schedules": [{"name": "a", "start": "10:00", "end": "11:00", "goal": {"steps": 10, "minutes": 527041}}]}}}"#,
+            "stores.games.schedules[0].goal.minutes: an unlock window must last at most 366 days (527040 minutes), found 527041"
+        ),
     ])
     func errorsNameTheJSONPath(tail: String, message: String) {
         do {
@@ -201,6 +213,49 @@ struct ConfigurationTests {
         } catch {
             #expect(error.description == message)
         }
+    }
+
+    @Test func emergencyMinutesAreBounded() {
+        do {
+            _ = try PolicyConfiguration.parse(#"{"emergency": {"minutes": 1000000000000000}, "stores": {}}"#)
+            Issue.record("accepted")
+        } catch {
+            #expect(error.path == "emergency.minutes")
+        }
+    }
+
+    /// An engine built from an unvalidated configuration (or fed extreme inputs) never traps on
+    /// overflow: lengths are bounded and clock readings clamped.
+    @Test func extremeValuesDoNotTrap() throws {
+        let huge = Int(1_000_000_000_000_000)
+        let config = PolicyConfiguration(
+            emergency: EmergencyPolicy(perWeek: 2, minutes: huge),
+            stores: [
+                StoreConfiguration(
+                    name: "games", selection: games,
+                    gate: GateConfiguration(goals: [GoalTier(steps: 10, minutes: huge)]),
+                    schedules: [
+                        ScheduleConfiguration(
+                            name: "all", start: TimeOfDay(hour: 0, minute: 0)!,
+                            end: TimeOfDay(hour: 23, minute: 59)!,
+                            goal: ScheduleGoal(steps: 10, minutes: huge))
+                    ])
+            ])
+        var engine = PolicyEngine(configuration: config)
+        let clock = ManualClock("2025-03-01T09:00:00Z")
+        _ = engine.handle(.steps(Int.max), at: clock.now)
+        _ = engine.handle(.command(.emergencyUnlock(store: "games", by: "x")), at: clock.now)
+        _ = engine.handle(
+            .command(.lock(store: "games", duration: .seconds(Int64.max), by: "x")), at: clock.now)
+        let far = Instant(
+            wall: Date(timeIntervalSince1970: 1e15), monotonic: .seconds(Int64.max), bootID: "b")
+        _ = engine.handle(.steps(Int.max), at: far)
+        let minus = Instant(
+            wall: Date(timeIntervalSince1970: -1e15), monotonic: .seconds(Int64.min), bootID: "c")
+        _ = engine.handle(.tick, at: minus)
+        _ = engine.handle(.steps(Int.max), at: far)
+        // Whatever happened, the state still round-trips through its file.
+        #expect(try PolicyState.decode(engine.state.encoded()) == engine.state)
     }
 
     @Test func unknownTopLevelKeyAndZoneOffset() {
