@@ -120,6 +120,85 @@ struct PersistenceTests {
     }
 }
 
+@Suite("8. Persisted state: the file store never loses a file it could not use")
+struct StateFileSafetyTests {
+    func temporaryDirectory() throws -> URL {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "policy-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        return directory
+    }
+
+    /// EACCES or EIO on read: the file is never overwritten (tests run as root, where chmod does
+    /// not stop reads, so the read failure comes through the store's read seam).
+    @Test func unreadableFileIsNeverOverwritten() throws {
+        let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let path = directory.appendingPathComponent("state.json").path
+        let original = PolicyState().encoded()
+        try original.write(toFile: path, atomically: false, encoding: .utf8)
+        var store = FilePolicyStateStore(path: path)
+        store.readFile = { path throws(FileError) in
+            throw FileError(operation: "cannot read", path: path, reason: "Input/output error")
+        }
+        let loaded = store.load()
+        guard case .failure(.io(let reason)) = loaded else {
+            Issue.record("expected an I/O failure, got \(loaded)")
+            return
+        }
+        #expect(reason.contains("Input/output error"))
+        #expect(throws: PolicyStateError.self) { try store.save(PolicyState()) }
+        #expect(try String(contentsOfFile: path, encoding: .utf8) == original)
+        // The engine starts locked, stays locked (every save fails) and says why.
+        var sim = PolicySimulator(
+            configuration: gateConfig(), stateStore: store, start: Date(timeIntervalSince1970: 1_740_819_600))
+        _ = sim.send(.tick)
+        _ = sim.send(.steps(150))
+        #expect(sim.engine.shielded("games", at: sim.instant))
+        #expect(games.targets.isSubset(of: sim.enforced))
+        #expect(sim.engine.problems.contains { $0.contains("not overwriting it") })
+        #expect(try String(contentsOfFile: path, encoding: .utf8) == original)
+    }
+
+    /// A corrupt file that cannot be moved aside is not overwritten either.
+    @Test func corruptFileThatCannotBeMovedAsideIsKept() throws {
+        let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let path = directory.appendingPathComponent("state.json").path
+        try "garbage".write(toFile: path, atomically: false, encoding: .utf8)
+        // PATH.corrupt is a non-empty directory: rename(2) onto it fails, even for root.
+        try FileManager.default.createDirectory(
+            atPath: path + ".corrupt/x", withIntermediateDirectories: true)
+        var store = FilePolicyStateStore(path: path)
+        #expect(store.load().error != nil)
+        do {
+            try store.save(PolicyState())
+            Issue.record("saved over a corrupt file it could not move aside")
+        } catch {
+            #expect(error.description.contains("cannot move the corrupt state file aside"))
+        }
+        #expect(try String(contentsOfFile: path, encoding: .utf8) == "garbage")
+    }
+
+    /// A file over the 16 MiB limit is corrupt, and moved aside like any other.
+    @Test func oversizedFileIsMovedAside() throws {
+        let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let path = directory.appendingPathComponent("state.json").path
+        let size = (16 << 20) + 1
+        try Data(repeating: UInt8(ascii: " "), count: size).write(to: URL(fileURLWithPath: path))
+        var store = FilePolicyStateStore(path: path)
+        guard case .failure(.corrupt) = store.load() else {
+            Issue.record("an oversized file should be corrupt")
+            return
+        }
+        try store.save(PolicyState())
+        let aside = try FileManager.default.attributesOfItem(atPath: path + ".corrupt")
+        #expect((aside[.size] as? Int) == size)
+        #expect(try store.load().get() == PolicyState())
+    }
+}
+
 extension Result {
     var error: Failure? {
         if case .failure(let e) = self { return e }
