@@ -47,6 +47,8 @@ public struct PolicyEngine: Sendable {
     }
 
     static let retryDelay: Int64 = 10_000
+    /// The most wall-clock downtime a reboot adds to the ledger beyond the new boot's uptime.
+    static let maximumRebootCredit: Int64 = millisPerDay
     static let week: Int64 = 7 * millisPerDay
 
     /// Creates an engine over a state (fresh by default: every gate locked).
@@ -219,8 +221,10 @@ public struct PolicyEngine: Sendable {
                 }
             } else {
                 // A reboot: the boot clock restarted. Real time elapsed is at least the new boot's
-                // uptime; the wall clock is the only other evidence.
-                state.ledger = min(state.ledger + max(0, m, w - last.wall), Self.monoRange.upperBound)
+                // uptime; the wall clock is the only other evidence, and the firmware clock can be
+                // set by anyone at the keyboard, so it may add at most a day beyond the uptime.
+                let credit = max(0, m, min(w - last.wall, m + Self.maximumRebootCredit))
+                state.ledger = min(state.ledger + credit, Self.monoRange.upperBound)
                 needsEvaluation = true
                 applied.removeAll()
                 knownApplied.removeAll()
