@@ -204,9 +204,13 @@ public struct ScenarioRunner {
                         "time goes back from \(formatISO8601(current)); use \"setClock\" to move the wall clock"
                 )
             }
-            let records = sim.advance(to: dateFromMillis(ms))
-            simulator = sim
-            return records
+            do throws(PolicySimulationError) {
+                let records = try sim.advance(until: dateFromMillis(ms))
+                simulator = sim
+                return records
+            } catch {
+                throw JSONPathError(path: path, message: error.message)
+            }
         }
         var sim = PolicySimulator(
             configuration: configuration, stateStore: storeAtStart ?? InMemoryPolicyStateStore(),

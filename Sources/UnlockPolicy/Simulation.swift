@@ -46,6 +46,16 @@ public struct PolicyRecord: Sendable, Hashable {
     }
 }
 
+/// The simulated engine asked for more wake-ups than `PolicySimulator` delivers in one advance.
+public struct PolicySimulationError: Error, CustomStringConvertible {
+    /// What happened.
+    public var message: String
+    /// The records produced before the simulator gave up.
+    public var records: [PolicyRecord]
+
+    public var description: String { message }
+}
+
 /// Runs a `PolicyEngine` on a simulated clock, carrying out its effects the way the daemon
 /// does: state goes to a `PolicyStateStore`, wake-ups become ticks at the right time, and a
 /// failed persist or wake-up is reported back at once.
@@ -69,6 +79,10 @@ public struct PolicySimulator {
     private var bootNumber = 1
     private var bootStart: Int64
     private var pendingWake: Int64?
+    /// Set when `advance(to:)` gave up (more than `wakeUpLimit` wake-ups on the way).
+    public private(set) var stalled: PolicySimulationError?
+    /// The most wake-ups one `advance` delivers before giving up.
+    var wakeUpLimit = 100_000
     private var wakeUpFailed = false
     private var lastInput: Int64
 
@@ -96,12 +110,33 @@ public struct PolicySimulator {
 
     /// Moves real time forward to `date`, delivering a `.tick` at every wake-up due on the way.
     /// Moving backwards is ignored (real time only goes forward).
+    ///
+    /// An engine that asks for more than `wakeUpLimit` wake-ups on the way is stuck: the
+    /// simulator stops where it is and sets `stalled` (see `advance(until:)` to get it thrown).
     public mutating func advance(to date: Date) -> [PolicyRecord] {
+        do throws(PolicySimulationError) {
+            return try advance(until: date)
+        } catch {
+            stalled = error
+            return error.records
+        }
+    }
+
+    /// Like `advance(to:)`, but throws when the engine asks for more than `wakeUpLimit`
+    /// wake-ups before `date` (the error carries the records produced until then).
+    public mutating func advance(until date: Date) throws(PolicySimulationError) -> [PolicyRecord] {
         let target = millisFromDate(date)
         var records: [PolicyRecord] = []
-        var guardCount = 0
-        while let next = nextTick(), next <= target, guardCount < 100_000 {
-            guardCount += 1
+        var count = 0
+        while let next = nextTick(), next <= target {
+            guard count < wakeUpLimit else {
+                throw PolicySimulationError(
+                    message:
+                        "more than \(wakeUpLimit) wake-ups between \(formatISO8601(millisFromDate(now))) and "
+                        + "\(formatISO8601(target)); the engine keeps asking to be woken",
+                    records: records)
+            }
+            count += 1
             real = max(real, next)
             pendingWake = nil
             records += send(.tick)
