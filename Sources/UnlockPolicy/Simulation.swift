@@ -160,10 +160,14 @@ public struct PolicySimulator {
     }
 
     /// Delivers a shield's report about `store`, and makes the simulated shields match it: an
-    /// `.applied` report says exactly which of the store's targets are enforced; a `.failed`
-    /// report means none of them is.
+    /// `.applied` report says exactly which of the store's own targets are enforced; a `.failed`
+    /// report means none of them is (targets other stores also select stay enforced).
     public mutating func report(store: String, _ report: ShieldReport) -> [PolicyRecord] {
-        let selection = engine.configuration.store(named: store)?.selection.targets ?? []
+        // Shields act on behalf of each store: a target another store also selects stays in force.
+        var selection = engine.configuration.store(named: store)?.selection.targets ?? []
+        for other in engine.configuration.stores where other.name != store {
+            selection.subtract(other.selection.targets)
+        }
         enforced.subtract(selection)
         if case .applied(let reported) = report { enforced.formUnion(reported.targets) }
         return send(.shieldReport(store: store, report))
