@@ -170,6 +170,31 @@ func timeZoneProblem(_ identifier: String) -> String? {
     return nil
 }
 
+/// The longest window a configuration may ask for: 366 days, like a manual lock.
+let maximumWindowMinutes = 366 * 24 * 60
+/// The largest step goal: a billion steps (the engine counts at most that many per input).
+let maximumGoalSteps = 1_000_000_000
+
+private func checkMinutes(_ minutes: Int, path: String) throws(PolicyConfigurationError) {
+    guard minutes >= 1 else {
+        throw JSONPathError(path: path, message: "an unlock window must last at least a minute")
+    }
+    guard minutes <= maximumWindowMinutes else {
+        throw JSONPathError(
+            path: path,
+            message:
+                "an unlock window must last at most 366 days (\(maximumWindowMinutes) minutes), found \(minutes)"
+        )
+    }
+}
+
+private func checkSteps(_ steps: Int, path: String) throws(PolicyConfigurationError) {
+    guard steps >= 1 else { throw JSONPathError(path: path, message: "expected at least 1 step") }
+    guard steps <= maximumGoalSteps else {
+        throw JSONPathError(path: path, message: "expected at most \(maximumGoalSteps) steps, found \(steps)")
+    }
+}
+
 extension PolicyConfiguration {
     /// Checks names, windows, goals and zones; throws the first problem with its JSON path.
     public func validate() throws(PolicyConfigurationError) {
@@ -179,10 +204,11 @@ extension PolicyConfiguration {
         guard emergency.perWeek >= 0 else {
             throw JSONPathError(path: "emergency.perWeek", message: "must not be negative")
         }
-        guard emergency.minutes >= 1 else {
+        guard emergency.perWeek <= 10_000 else {
             throw JSONPathError(
-                path: "emergency.minutes", message: "an unlock window must last at least a minute")
+                path: "emergency.perWeek", message: "expected at most 10000, found \(emergency.perWeek)")
         }
+        try checkMinutes(emergency.minutes, path: "emergency.minutes")
         var scheduleNames: [String: String] = [:]
         var storeNames = Set<String>()
         for store in stores {
@@ -199,14 +225,8 @@ extension PolicyConfiguration {
                 }
                 for (i, tier) in gate.goals.enumerated() {
                     let tierPath = "\(path).gate.goals[\(i)]"
-                    guard tier.steps >= 1 else {
-                        throw JSONPathError(path: "\(tierPath).steps", message: "expected at least 1 step")
-                    }
-                    guard tier.minutes >= 1 else {
-                        throw JSONPathError(
-                            path: "\(tierPath).minutes",
-                            message: "an unlock window must last at least a minute")
-                    }
+                    try checkSteps(tier.steps, path: "\(tierPath).steps")
+                    try checkMinutes(tier.minutes, path: "\(tierPath).minutes")
                     if i > 0 {
                         let previous = gate.goals[i - 1]
                         guard tier.steps > previous.steps, tier.minutes > previous.minutes else {
@@ -246,14 +266,8 @@ extension PolicyConfiguration {
                     throw JSONPathError(path: "\(sPath).timeZone", message: problem)
                 }
                 if let goal = schedule.goal {
-                    guard goal.steps >= 1 else {
-                        throw JSONPathError(path: "\(sPath).goal.steps", message: "expected at least 1 step")
-                    }
-                    if let minutes = goal.minutes, minutes < 1 {
-                        throw JSONPathError(
-                            path: "\(sPath).goal.minutes",
-                            message: "an unlock window must last at least a minute")
-                    }
+                    try checkSteps(goal.steps, path: "\(sPath).goal.steps")
+                    if let minutes = goal.minutes { try checkMinutes(minutes, path: "\(sPath).goal.minutes") }
                 }
             }
         }

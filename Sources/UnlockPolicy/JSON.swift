@@ -517,8 +517,15 @@ struct JSONObjectReader {
     }
 
     static func int(_ value: JSONValue, path: String, minimum: Int = Int.min) throws(JSONPathError) -> Int {
-        guard case .number(let d, let isInteger) = value, isInteger, abs(d) < 9.0e15 else {
+        guard case .number(let d, let isInteger) = value, isInteger else {
             throw JSONPathError(path: path, message: "expected an integer, found \(value.excerpt)")
+        }
+        let largest = 8_999_999_999_999_999
+        guard abs(d) < 9.0e15 else {
+            let found = abs(d) < 9.0e18 ? String(Int64(d)) : value.excerpt
+            let range =
+                minimum > -largest ? "from \(minimum) to \(largest)" : "between -\(largest) and \(largest)"
+            throw JSONPathError(path: path, message: "expected an integer \(range), found \(found)")
         }
         let n = Int(d)
         guard n >= minimum else {

@@ -29,10 +29,13 @@ public struct PolicyEngine: Sendable {
     private var lastWake: Int64?
     private var lastWakeBoot = ""
     private var retryAt: Int64?
-    /// While the daily cap refuses a store's gate: the next local midnight (recheck from then).
+    /// While the daily cap refuses a store's gate: the ledger time from which it may not (recheck
+    /// from then).
     private var capBlockedUntil: [String: Int64] = [:]
     private var pendingReasons: [String: (reason: String, until: Int64?)] = [:]
     private var notices: [PolicyNotice] = []
+    /// The notices of the last batch, sent again if the shell reports that batch failed.
+    private var lastNotices: [PolicyNotice] = []
     private var bootID = ""
     private var mono: Int64 = 0
     private var wall: Int64 = 0
@@ -44,6 +47,8 @@ public struct PolicyEngine: Sendable {
     }
 
     static let retryDelay: Int64 = 10_000
+    /// The most wall-clock downtime a reboot adds to the ledger beyond the new boot's uptime.
+    static let maximumRebootCredit: Int64 = millisPerDay
     static let week: Int64 = 7 * millisPerDay
 
     /// Creates an engine over a state (fresh by default: every gate locked).
@@ -79,6 +84,7 @@ public struct PolicyEngine: Sendable {
     public mutating func handle(_ input: PolicyInput, at now: Instant) -> [PolicyEffect] {
         advanceClock(now)
         var skipReconcile = false
+        var answering: EffectFailure?
         switch input {
         case .steps(let count):
             if count > 0 {
@@ -125,10 +131,23 @@ public struct PolicyEngine: Sendable {
                         kind: .shieldFailed, store: store, reason: "\(reason); retrying on the next tick"))
             }
         case .effectFailed(let failure):
+            // Notices come after `persist` and `wakeUp`, so the failed batch's were dropped.
+            notices.insert(contentsOf: lastNotices, at: 0)
             switch failure {
             case .wakeUp(let reason): failClosed("could not arm the relock: \(reason)")
-            case .persist(let reason): failClosed("could not save the state: \(reason)")
+            case .persist(let reason):
+                failClosed("could not save the state: \(reason)")
+                dirty = true  // not saved: try again with the next input
             }
+            // The shell dropped the rest of the failed batch, which may have held an `apply`, a
+            // `remove` or the wake-up: nothing in it can be assumed done. Forget what the shields
+            // are known to have applied (the answer applies every required target again; shields
+            // are idempotent) and ask for the wake-up again with the next batch.
+            applied.removeAll()
+            knownApplied.removeAll()
+            shieldsDirty = true
+            lastWake = nil
+            answering = failure
         }
         if needsEvaluation || state.ledger >= nextLedgerEvent || wall >= nextWallEvent
             || wall < lastEvaluationWall
@@ -140,21 +159,32 @@ public struct PolicyEngine: Sendable {
             shieldEffects = reconcile()
         }
         var effects: [PolicyEffect] = []
-        if dirty {
+        // The answer to a failed effect never saves (the save is retried with the next input;
+        // no unlock window is running then), and the answer to a failed wake-up arms none (the
+        // shell's minute tick stands in until the next input arms it). So the shell and the
+        // engine cannot answer each other forever, and at most one answer in a row can fail:
+        // the shields of the last one are always carried out.
+        if dirty && answering == nil {
             effects.append(.persist(state))
             dirty = false
         }
-        if let wake = nextWake(), wake != lastWake || bootID != lastWakeBoot {
+        if !isWakeUpFailure(answering), let wake = nextWake(), wake != lastWake || bootID != lastWakeBoot {
             lastWake = wake
             lastWakeBoot = bootID
             effects.append(.wakeUp(at: dateFromMillis(wall + wake - mono), monotonic: .milliseconds(wake)))
         }
+        lastNotices = notices
         if !notices.isEmpty {
             for notice in notices { effects.append(.notify(notice)) }
             notices.removeAll(keepingCapacity: true)
         }
         if !shieldEffects.isEmpty { effects += shieldEffects }
         return effects
+    }
+
+    private func isWakeUpFailure(_ failure: EffectFailure?) -> Bool {
+        if case .wakeUp = failure { return true }
+        return false
     }
 
     /// What the policy holds at `now` (as if a `.tick` arrived then), for `stepgate status`.
@@ -166,13 +196,19 @@ public struct PolicyEngine: Sendable {
 
     // MARK: - Clock
 
+    /// Wall readings are kept within years 1–9000 and boot-clock readings within ±9·10¹⁴ ms, so
+    /// every sum of a reading and a window stays far from overflow and every state still encodes
+    /// to a file that decodes (ISO 8601 years have four digits).
+    static let wallRange: ClosedRange<Int64> = -62_135_596_800_000...221_845_392_000_000
+    static let monoRange: ClosedRange<Int64> = -900_000_000_000_000...900_000_000_000_000
+
     private mutating func advanceClock(_ instant: Instant) {
-        let w = instant.wallMillis
-        let m = instant.monoMillis
+        let w = min(max(instant.wallMillis, Self.wallRange.lowerBound), Self.wallRange.upperBound)
+        let m = min(max(instant.monoMillis, Self.monoRange.lowerBound), Self.monoRange.upperBound)
         if let last = state.lastSeen {
             if last.bootID == instant.bootID {
                 let delta = max(0, m - last.mono)
-                state.ledger += delta
+                state.ledger = min(state.ledger + delta, Self.monoRange.upperBound)
                 let expected = last.wall + delta
                 if abs(w - expected) > 1000 {
                     needsEvaluation = true
@@ -185,8 +221,10 @@ public struct PolicyEngine: Sendable {
                 }
             } else {
                 // A reboot: the boot clock restarted. Real time elapsed is at least the new boot's
-                // uptime; the wall clock is the only other evidence.
-                state.ledger += max(0, m, w - last.wall)
+                // uptime; the wall clock is the only other evidence, and the firmware clock can be
+                // set by anyone at the keyboard, so it may add at most a day beyond the uptime.
+                let credit = max(0, m, min(w - last.wall, m + Self.maximumRebootCredit))
+                state.ledger = min(state.ledger + credit, Self.monoRange.upperBound)
                 needsEvaluation = true
                 applied.removeAll()
                 knownApplied.removeAll()
@@ -434,7 +472,7 @@ public struct PolicyEngine: Sendable {
                 let g = Self.addSteps(n, to: &state.stores[name, default: StoreState()].gate)
                 dirty = true
                 let next = g.tier + 1 < gate.goals.count ? gate.goals[max(0, g.tier + 1)].steps : Int.max
-                let capped = g.tier == -2 && wall < capBlockedUntil[name] ?? .min
+                let capped = g.tier == -2 && state.ledger < capBlockedUntil[name] ?? .min
                 if g.steps >= next && !capped {
                     checkGate(store: name, gate: gate, state: g)
                 }
@@ -450,7 +488,7 @@ public struct PolicyEngine: Sendable {
                 dirty = true
                 if occ.steps >= goal.steps {
                     let rest = o.end - wall
-                    let length = goal.minutes.map { min(Int64($0) * millisPerMinute, rest) } ?? rest
+                    let length = goal.minutes.map { min(Self.millis(minutes: $0), rest) } ?? rest
                     if length > 0 {
                         occ.window = TimedWindow(
                             startWall: wall, startLedger: state.ledger, length: length, wallBound: true)
@@ -478,7 +516,7 @@ public struct PolicyEngine: Sendable {
             return
         }
         let tier = gate.goals[reached]
-        let length = Int64(tier.minutes) * millisPerMinute
+        let length = Self.millis(minutes: tier.minutes)
         if var w = g.window {
             w.length = length
             state.stores[name]?.gate.window = w
@@ -493,8 +531,8 @@ public struct PolicyEngine: Sendable {
             needsEvaluation = true
             return
         }
-        let today = unlocksToday(store: name)
-        if let cap = gate.dailyUnlockCap, today >= cap {
+        let counted = countedUnlocks(store: name)
+        if let cap = gate.dailyUnlockCap, counted.count >= cap {
             // Say so once per locked period; the steps keep counting.
             if g.tier != -2 {
                 notices.append(
@@ -503,32 +541,38 @@ public struct PolicyEngine: Sendable {
                         reason: "daily unlock cap of \(cap) reached; steps keep counting for tomorrow"))
                 state.stores[name]?.gate.tier = -2
             }
-            let r = resolver(for: nil)
-            capBlockedUntil[name] = r.instant(local: (r.localDay(wall) + 1) * millisPerDay)
+            // Free again when enough of the counted unlocks' days have ended.
+            capBlockedUntil[name] = cap == 0 ? .max : counted[counted.count - cap]
             return
         }
         state.stores[name]?.gate.window = TimedWindow(
             startWall: wall, startLedger: state.ledger, length: length, wallBound: true)
         state.stores[name]?.gate.tier = reached
-        state.stores[name]?.unlocks.append(Stamp(wall: wall, ledger: state.ledger))
+        let r = resolver(for: nil)
+        state.stores[name]?.unlocks.append(
+            GateUnlock(
+                wall: wall, ledger: state.ledger,
+                dayEnd: r.instant(local: (r.localDay(wall) + 1) * millisPerDay)))
         pendingReasons["\(name)|gate"] = (
             "walked \(g.steps) steps (goal \(tier.steps)): unlocked for \(tier.minutes) min", wall + length
         )
         needsEvaluation = true
     }
 
-    /// Gate unlocks that fall on today's local date, dating each by elapsed time from now (so a
-    /// wall-clock jump cannot move past unlocks to another day).
-    private mutating func unlocksToday(store name: String) -> Int {
-        let r = resolver(for: nil)
-        let today = r.localDay(wall)
-        var count = 0
+    /// The gate unlocks that count toward today's cap: each counts until the end of the local
+    /// day on which it happened, in the zone in force then, measured in elapsed time. So neither
+    /// a wall-clock jump nor a zone change ends its day early; a genuine midnight does.
+    /// Returns the ledger times at which they stop counting, soonest first.
+    private func countedUnlocks(store name: String) -> [Int64] {
+        var ends: [Int64] = []
         for u in state.stores[name]?.unlocks ?? [] {
-            let age = state.ledger - u.ledger
-            if age < 2 * millisPerDay, r.localDay(wall - age) == today { count += 1 }
+            let end = u.ledger + min(max(0, u.dayEnd - u.wall), 2 * millisPerDay)
+            if state.ledger < end { ends.append(end) }
         }
-        return count
+        return ends.sorted()
     }
+
+    private func unlocksToday(store name: String) -> Int { countedUnlocks(store: name).count }
 
     // MARK: - Commands
 
@@ -582,7 +626,7 @@ public struct PolicyEngine: Sendable {
                 notices.append(PolicyNotice(kind: .refused, store: name, reason: reason))
                 return
             }
-            let length = Int64(configuration.emergency.minutes) * millisPerMinute
+            let length = Self.millis(minutes: configuration.emergency.minutes)
             state.emergencyUses.append(
                 EmergencyUse(store: name, by: by, stamp: Stamp(wall: wall, ledger: state.ledger)))
             state.stores[name, default: StoreState()].emergency = HeldWindow(
@@ -613,6 +657,12 @@ public struct PolicyEngine: Sendable {
                     kind: .configurationReloaded,
                     reason: "configuration reloaded: \(newConfiguration.stores.count) store(s)"))
         }
+    }
+
+    /// A configured length in milliseconds, bounded to 1 minute … 366 days (`validate()` rejects
+    /// anything outside; an engine built from an unvalidated configuration must not trap).
+    static func millis(minutes: Int) -> Int64 {
+        Int64(min(max(minutes, 1), maximumWindowMinutes)) * millisPerMinute
     }
 
     private func durationMillis(_ d: Duration) -> Int64 {
@@ -712,6 +762,7 @@ public struct PolicyEngine: Sendable {
 
     /// Ends every unlock (gate, schedule goals, emergency) at once.
     private mutating func failClosed(_ reason: String) {
+        let known = problems.last.map { $0.dropFirst(22) == "\(reason); locked" } ?? false
         addProblem("\(reason); locked")
         var revoked = false
         for name in Array(state.stores.keys) {
@@ -734,9 +785,13 @@ public struct PolicyEngine: Sendable {
             }
             state.stores[name] = s
         }
-        notices.append(
-            PolicyNotice(
-                kind: .failClosed, reason: revoked ? "\(reason); locked again" : "\(reason); already locked"))
+        // A failure that keeps recurring while nothing is unlocked is said once.
+        if revoked || !known {
+            notices.append(
+                PolicyNotice(
+                    kind: .failClosed,
+                    reason: revoked ? "\(reason); locked again" : "\(reason); already locked"))
+        }
         if revoked {
             dirty = true
             needsEvaluation = true

@@ -55,9 +55,17 @@ struct HeldWindow: Sendable, Hashable {
     var window: TimedWindow
 }
 
+/// A gate unlock, for the daily cap: when (wall and elapsed), and the wall time its local day
+/// ended in the zone in force then (it counts toward the cap until then, in elapsed time).
+struct GateUnlock: Sendable, Hashable {
+    var wall: Int64
+    var ledger: Int64
+    var dayEnd: Int64
+}
+
 struct StoreState: Sendable, Hashable {
     var gate = GateState()
-    var unlocks: [Stamp] = []
+    var unlocks: [GateUnlock] = []
     var manualLock: HeldWindow?
     var emergency: HeldWindow?
     var occurrences: [String: OccurrenceState] = [:]
@@ -184,7 +192,10 @@ extension PolicyState {
                     "unlocks",
                     .array(
                         s.unlocks.map {
-                            .object([("at", instant($0.wall)), ("elapsedSeconds", seconds($0.ledger))])
+                            .object([
+                                ("at", instant($0.wall)), ("elapsedSeconds", seconds($0.ledger)),
+                                ("dayEnds", instant($0.dayEnd)),
+                            ])
                         })
                 ),
             ]
@@ -303,9 +314,12 @@ extension PolicyState {
             if let w = try g.optionalObject("unlock") { s.gate.window = try TimedWindow(w) }
             for (value, path) in try r.array("unlocks") {
                 let u = try JSONObjectReader(value, path: path)
-                try u.rejectUnknownKeys(allowed: ["at", "elapsedSeconds"])
+                try u.rejectUnknownKeys(allowed: ["at", "elapsedSeconds", "dayEnds"])
+                let at = try readInstant(u, "at")
+                // Files written before "dayEnds" existed: count the unlock for a whole day.
+                let dayEnd = u.value("dayEnds") == nil ? at + millisPerDay : try readInstant(u, "dayEnds")
                 s.unlocks.append(
-                    Stamp(wall: try readInstant(u, "at"), ledger: try readSeconds(u, "elapsedSeconds")))
+                    GateUnlock(wall: at, ledger: try readSeconds(u, "elapsedSeconds"), dayEnd: dayEnd))
             }
             for key in ["manualLock", "emergency"] {
                 guard let h = try r.optionalObject(key) else { continue }

@@ -149,7 +149,7 @@ public struct ScenarioRunner {
             try o.rejectUnknownKeys(allowed: ["store", "applied", "failed"])
             let store = try o.string("store")
             if let reason = try o.optionalString("failed") {
-                records += sim.send(.shieldReport(store: store, .failed(reason)))
+                records += sim.report(store: store, .failed(reason))
             } else {
                 let applied = try o.require("applied")
                 let selection: Selection
@@ -162,7 +162,7 @@ public struct ScenarioRunner {
                         reader: try JSONObjectReader(.object([("selection", applied)]), path: "shield"))
                     selection = parsed.selection
                 }
-                records += sim.send(.shieldReport(store: store, .applied(selection)))
+                records += sim.report(store: store, .applied(selection))
             }
         case "failPersist":
             let reason = try r.optionalString("failPersist")
@@ -204,9 +204,13 @@ public struct ScenarioRunner {
                         "time goes back from \(formatISO8601(current)); use \"setClock\" to move the wall clock"
                 )
             }
-            let records = sim.advance(to: dateFromMillis(ms))
-            simulator = sim
-            return records
+            do throws(PolicySimulationError) {
+                let records = try sim.advance(until: dateFromMillis(ms))
+                simulator = sim
+                return records
+            } catch {
+                throw JSONPathError(path: path, message: error.message)
+            }
         }
         var sim = PolicySimulator(
             configuration: configuration, stateStore: storeAtStart ?? InMemoryPolicyStateStore(),
@@ -259,19 +263,50 @@ public struct ScenarioRunner {
             "unlockedUntil",
         ])
         let status = sim.engine.status(at: sim.instant)
+        let configuration = sim.engine.configuration
         func store(_ name: String, _ path: String) throws(JSONPathError) -> PolicyStatus.Store {
             guard let s = status.stores.first(where: { $0.name == name }) else {
                 throw JSONPathError(path: path, message: "no store named \"\(name)\"")
             }
             return s
         }
-        for name in try o.stringArray("shielded") where !(try store(name, "expect.shielded").shielded) {
-            throw JSONPathError(
-                path: "expect.shielded", message: "\(name) is open; status: \(statusJSON(sim).serialized())")
+        // "shielded" and "open" check both what the engine says and what the simulated shields
+        // actually enforce (the effects carried out), so a dropped `apply` cannot pass unnoticed.
+        for name in try o.stringArray("shielded") {
+            guard try store(name, "expect.shielded").shielded else {
+                throw JSONPathError(
+                    path: "expect.shielded",
+                    message: "\(name) is open; status: \(statusJSON(sim).serialized())")
+            }
+            let missing = (configuration.store(named: name)?.selection.targets ?? []).subtracting(
+                sim.enforced)
+            guard missing.isEmpty else {
+                throw JSONPathError(
+                    path: "expect.shielded",
+                    message:
+                        "\(name) is shielded by the policy but not enforced: \(Selection(targets: missing).json.serialized()) "
+                        + "never applied; status: \(statusJSON(sim).serialized())")
+            }
         }
-        for name in try o.stringArray("open") where try store(name, "expect.open").shielded {
-            throw JSONPathError(
-                path: "expect.open", message: "\(name) is shielded; status: \(statusJSON(sim).serialized())")
+        var heldElsewhere = Set<Target>()
+        for s in status.stores where s.shielded {
+            heldElsewhere.formUnion(configuration.store(named: s.name)?.selection.targets ?? [])
+        }
+        for name in try o.stringArray("open") {
+            guard !(try store(name, "expect.open").shielded) else {
+                throw JSONPathError(
+                    path: "expect.open",
+                    message: "\(name) is shielded; status: \(statusJSON(sim).serialized())")
+            }
+            let stuck = (configuration.store(named: name)?.selection.targets ?? []).subtracting(heldElsewhere)
+                .intersection(sim.enforced)
+            guard stuck.isEmpty else {
+                throw JSONPathError(
+                    path: "expect.open",
+                    message:
+                        "\(name) is open in the policy but still enforced: \(Selection(targets: stuck).json.serialized())"
+                )
+            }
         }
         if let owners = try o.optionalObject("owners") {
             for name in owners.keys {
@@ -311,6 +346,8 @@ public struct ScenarioRunner {
             if case .notify(let n) = record.effect { return n.kind.rawValue }
             if case .apply = record.effect { return "apply" }
             if case .remove = record.effect { return "remove" }
+            if case .persist = record.effect { return record.failure == nil ? "persist" : "persist-failed" }
+            if case .wakeUp = record.effect { return record.failure == nil ? "wake-up" : "wake-up-failed" }
             return nil
         }
         for event in try o.stringArray("events") where !seen.contains(event) {

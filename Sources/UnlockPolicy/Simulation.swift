@@ -46,6 +46,16 @@ public struct PolicyRecord: Sendable, Hashable {
     }
 }
 
+/// The simulated engine asked for more wake-ups than `PolicySimulator` delivers in one advance.
+public struct PolicySimulationError: Error, CustomStringConvertible {
+    /// What happened.
+    public var message: String
+    /// The records produced before the simulator gave up.
+    public var records: [PolicyRecord]
+
+    public var description: String { message }
+}
+
 /// Runs a `PolicyEngine` on a simulated clock, carrying out its effects the way the daemon
 /// does: state goes to a `PolicyStateStore`, wake-ups become ticks at the right time, and a
 /// failed persist or wake-up is reported back at once.
@@ -59,12 +69,22 @@ public struct PolicySimulator {
     public var stateStore: any PolicyStateStore
     /// When set, arming a wake-up fails with this reason.
     public var wakeUpFailure: String?
+    /// The targets the simulated shields enforce: every `apply` and `remove` actually carried out
+    /// (not the ones dropped after a failed `persist` or `wakeUp`), corrected by shield reports.
+    /// Shields do not survive a reboot.
+    public private(set) var enforced: Set<Target> = []
     private let systemZoneAtStart: String?
     private var real: Int64
     private var wallOffset: Int64 = 0
     private var bootNumber = 1
     private var bootStart: Int64
     private var pendingWake: Int64?
+    /// Set when `advance(to:)` gave up (more than `wakeUpLimit` wake-ups on the way).
+    public private(set) var stalled: PolicySimulationError?
+    /// The most wake-ups one `advance` delivers before giving up.
+    var wakeUpLimit = 100_000
+    private var wakeUpFailed = false
+    private var lastInput: Int64
 
     /// Starts at real time `start`, loading state from `stateStore`.
     public init(
@@ -77,6 +97,7 @@ public struct PolicySimulator {
         systemZoneAtStart = systemZone
         real = millisFromDate(start)
         bootStart = real
+        lastInput = real
     }
 
     /// The current reading of the simulated clocks.
@@ -89,13 +110,34 @@ public struct PolicySimulator {
 
     /// Moves real time forward to `date`, delivering a `.tick` at every wake-up due on the way.
     /// Moving backwards is ignored (real time only goes forward).
+    ///
+    /// An engine that asks for more than `wakeUpLimit` wake-ups on the way is stuck: the
+    /// simulator stops where it is and sets `stalled` (see `advance(until:)` to get it thrown).
     public mutating func advance(to date: Date) -> [PolicyRecord] {
+        do throws(PolicySimulationError) {
+            return try advance(until: date)
+        } catch {
+            stalled = error
+            return error.records
+        }
+    }
+
+    /// Like `advance(to:)`, but throws when the engine asks for more than `wakeUpLimit`
+    /// wake-ups before `date` (the error carries the records produced until then).
+    public mutating func advance(until date: Date) throws(PolicySimulationError) -> [PolicyRecord] {
         let target = millisFromDate(date)
         var records: [PolicyRecord] = []
-        var guardCount = 0
-        while let wake = pendingWake, bootStart + wake <= target, guardCount < 100_000 {
-            guardCount += 1
-            real = max(real, bootStart + wake)
+        var count = 0
+        while let next = nextTick(), next <= target {
+            guard count < wakeUpLimit else {
+                throw PolicySimulationError(
+                    message:
+                        "more than \(wakeUpLimit) wake-ups between \(formatISO8601(millisFromDate(now))) and "
+                        + "\(formatISO8601(target)); the engine keeps asking to be woken",
+                    records: records)
+            }
+            count += 1
+            real = max(real, next)
             pendingWake = nil
             records += send(.tick)
         }
@@ -103,9 +145,32 @@ public struct PolicySimulator {
         return records
     }
 
+    /// Real time of the next `.tick`: the armed wake-up; after a failed batch and until a wake-up
+    /// is armed again, also the shell's fallback tick, a minute after the last input.
+    private func nextTick() -> Int64? {
+        var next = pendingWake.map { bootStart + $0 }
+        if wakeUpFailed { next = min(next ?? .max, lastInput + 60_000) }
+        return next
+    }
+
     /// Delivers one input now and carries out the effects.
     public mutating func send(_ input: PolicyInput) -> [PolicyRecord] {
-        perform(engine.handle(input, at: instant), depth: 0)
+        lastInput = real
+        return perform(engine.handle(input, at: instant), depth: 0)
+    }
+
+    /// Delivers a shield's report about `store`, and makes the simulated shields match it: an
+    /// `.applied` report says exactly which of the store's own targets are enforced; a `.failed`
+    /// report means none of them is (targets other stores also select stay enforced).
+    public mutating func report(store: String, _ report: ShieldReport) -> [PolicyRecord] {
+        // Shields act on behalf of each store: a target another store also selects stays in force.
+        var selection = engine.configuration.store(named: store)?.selection.targets ?? []
+        for other in engine.configuration.stores where other.name != store {
+            selection.subtract(other.selection.targets)
+        }
+        enforced.subtract(selection)
+        if case .applied(let reported) = report { enforced.formUnion(reported.targets) }
+        return send(.shieldReport(store: store, report))
     }
 
     /// Sets the machine's wall clock (real time goes on) and delivers a `.tick`.
@@ -120,6 +185,7 @@ public struct PolicySimulator {
         if reboot {
             bootNumber += 1
             bootStart = real
+            enforced.removeAll()
         }
         pendingWake = nil
         let loaded = stateStore.load()
@@ -145,11 +211,17 @@ public struct PolicySimulator {
             case .wakeUp(_, let monotonic):
                 if let wakeUpFailure {
                     failure = .wakeUp(wakeUpFailure)
+                    wakeUpFailed = true
                 } else {
                     let (s, a) = monotonic.components
                     pendingWake = s * 1000 + a / 1_000_000_000_000_000
+                    wakeUpFailed = false
                 }
-            case .notify, .apply, .remove:
+            case .apply(_, let selection, _):
+                enforced.formUnion(selection.targets)
+            case .remove(_, let selection):
+                enforced.subtract(selection.targets)
+            case .notify:
                 break
             }
             var record = PolicyRecord(at: at, wall: wall, effect: effect)
@@ -158,6 +230,7 @@ public struct PolicySimulator {
                 case .persist(let reason), .wakeUp(let reason): record.failure = reason
                 }
                 records.append(record)
+                wakeUpFailed = true  // the wake-up may be among the dropped effects
                 // The engine's answer supersedes the rest of this batch.
                 if depth < 4 {
                     records += perform(engine.handle(.effectFailed(failure), at: instant), depth: depth + 1)

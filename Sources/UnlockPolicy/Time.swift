@@ -34,7 +34,10 @@ public struct Instant: Sendable, Hashable, CustomStringConvertible {
 
     var monoMillis: Int64 {
         let (seconds, attoseconds) = monotonic.components
-        return seconds &* 1000 &+ attoseconds / 1_000_000_000_000_000
+        guard seconds > -1_000_000_000_000, seconds < 1_000_000_000_000 else {
+            return seconds < 0 ? -1_000_000_000_000_000 : 1_000_000_000_000_000
+        }
+        return seconds * 1000 + attoseconds / 1_000_000_000_000_000
     }
 
     public var description: String { "\(formatISO8601(wallMillis)) (+\(monoMillis) ms, boot \(bootID))" }

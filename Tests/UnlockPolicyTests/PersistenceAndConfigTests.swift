@@ -78,6 +78,24 @@ struct PersistenceTests {
         #expect(try String(contentsOfFile: path, encoding: .utf8) == future)
     }
 
+    /// At start, a state file from a newer StepGate refuses the first save; the shell drops the
+    /// rest of that batch (the first `apply`), and the engine's answer must apply it again.
+    @Test func newerVersionAtStartStillAppliesTheShields() {
+        var sim = PolicySimulator(
+            configuration: gateConfig(), stateStore: InMemoryPolicyStateStore(text: "{\"version\": 99}"),
+            start: Date(timeIntervalSince1970: 1_740_819_600))
+        let records = sim.send(.tick)
+        #expect(records.contains { $0.failure != nil })
+        #expect(games.targets.isSubset(of: sim.enforced))
+        for minute in 1...3 {
+            _ = sim.advance(to: Date(timeIntervalSince1970: 1_740_819_600 + Double(60 * minute)))
+            _ = sim.send(.steps(150))
+            #expect(games.targets.isSubset(of: sim.enforced), "minute \(minute)")
+            #expect(sim.engine.shielded("games", at: sim.instant))
+        }
+        #expect(sim.engine.problems.contains { $0.contains("newer than this StepGate") })
+    }
+
     @Test func fileStoreWritesAtomicallyAndMovesCorruptFilesAside() throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
             "policy-\(UUID().uuidString)")
@@ -99,6 +117,85 @@ struct PersistenceTests {
             $0.contains(".tmp-")
         }
         #expect(leftovers.isEmpty)
+    }
+}
+
+@Suite("8. Persisted state: the file store never loses a file it could not use")
+struct StateFileSafetyTests {
+    func temporaryDirectory() throws -> URL {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "policy-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        return directory
+    }
+
+    /// EACCES or EIO on read: the file is never overwritten (tests run as root, where chmod does
+    /// not stop reads, so the read failure comes through the store's read seam).
+    @Test func unreadableFileIsNeverOverwritten() throws {
+        let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let path = directory.appendingPathComponent("state.json").path
+        let original = PolicyState().encoded()
+        try original.write(toFile: path, atomically: false, encoding: .utf8)
+        var store = FilePolicyStateStore(path: path)
+        store.readFile = { path throws(FileError) in
+            throw FileError(operation: "cannot read", path: path, reason: "Input/output error")
+        }
+        let loaded = store.load()
+        guard case .failure(.io(let reason)) = loaded else {
+            Issue.record("expected an I/O failure, got \(loaded)")
+            return
+        }
+        #expect(reason.contains("Input/output error"))
+        #expect(throws: PolicyStateError.self) { try store.save(PolicyState()) }
+        #expect(try String(contentsOfFile: path, encoding: .utf8) == original)
+        // The engine starts locked, stays locked (every save fails) and says why.
+        var sim = PolicySimulator(
+            configuration: gateConfig(), stateStore: store, start: Date(timeIntervalSince1970: 1_740_819_600))
+        _ = sim.send(.tick)
+        _ = sim.send(.steps(150))
+        #expect(sim.engine.shielded("games", at: sim.instant))
+        #expect(games.targets.isSubset(of: sim.enforced))
+        #expect(sim.engine.problems.contains { $0.contains("not overwriting it") })
+        #expect(try String(contentsOfFile: path, encoding: .utf8) == original)
+    }
+
+    /// A corrupt file that cannot be moved aside is not overwritten either.
+    @Test func corruptFileThatCannotBeMovedAsideIsKept() throws {
+        let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let path = directory.appendingPathComponent("state.json").path
+        try "garbage".write(toFile: path, atomically: false, encoding: .utf8)
+        // PATH.corrupt is a non-empty directory: rename(2) onto it fails, even for root.
+        try FileManager.default.createDirectory(
+            atPath: path + ".corrupt/x", withIntermediateDirectories: true)
+        var store = FilePolicyStateStore(path: path)
+        #expect(store.load().error != nil)
+        do {
+            try store.save(PolicyState())
+            Issue.record("saved over a corrupt file it could not move aside")
+        } catch {
+            #expect(error.description.contains("cannot move the corrupt state file aside"))
+        }
+        #expect(try String(contentsOfFile: path, encoding: .utf8) == "garbage")
+    }
+
+    /// A file over the 16 MiB limit is corrupt, and moved aside like any other.
+    @Test func oversizedFileIsMovedAside() throws {
+        let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let path = directory.appendingPathComponent("state.json").path
+        let size = (16 << 20) + 1
+        try Data(repeating: UInt8(ascii: " "), count: size).write(to: URL(fileURLWithPath: path))
+        var store = FilePolicyStateStore(path: path)
+        guard case .failure(.corrupt) = store.load() else {
+            Issue.record("an oversized file should be corrupt")
+            return
+        }
+        try store.save(PolicyState())
+        let aside = try FileManager.default.attributesOfItem(atPath: path + ".corrupt")
+        #expect((aside[.size] as? Int) == size)
+        #expect(try store.load().get() == PolicyState())
     }
 }
 
@@ -175,6 +272,18 @@ struct ConfigurationTests {
             "stores.games.schedules[0].goal.minutes: an unlock window must last at least a minute"
         ),
         (#""schedules": 3}}}"#, "stores.games.schedules: expected an array, found an integer"),
+        (
+            #""gate": {"goals": [{"steps": 10, "minutes": 1000000000000000}]}}}}"#,
+            "stores.games.gate.goals[0].minutes: an unlock window must last at most 366 days (527040 minutes), found 1000000000000000"
+        ),
+        (
+            #""gate": {"goals": [{"steps": 5000000000, "minutes": 30}]}}}}"#,
+            "stores.games.gate.goals[0].steps: expected at most 1000000000 steps, found 5000000000"
+        ),
+        (
+            #""schedules": [{"name": "a", "start": "10:00", "end": "11:00", "goal": {"steps": 10, "minutes": 527041}}]}}}"#,
+            "stores.games.schedules[0].goal.minutes: an unlock window must last at most 366 days (527040 minutes), found 527041"
+        ),
     ])
     func errorsNameTheJSONPath(tail: String, message: String) {
         do {
@@ -183,6 +292,49 @@ struct ConfigurationTests {
         } catch {
             #expect(error.description == message)
         }
+    }
+
+    @Test func emergencyMinutesAreBounded() {
+        do {
+            _ = try PolicyConfiguration.parse(#"{"emergency": {"minutes": 1000000000000000}, "stores": {}}"#)
+            Issue.record("accepted")
+        } catch {
+            #expect(error.path == "emergency.minutes")
+        }
+    }
+
+    /// An engine built from an unvalidated configuration (or fed extreme inputs) never traps on
+    /// overflow: lengths are bounded and clock readings clamped.
+    @Test func extremeValuesDoNotTrap() throws {
+        let huge = Int(1_000_000_000_000_000)
+        let config = PolicyConfiguration(
+            emergency: EmergencyPolicy(perWeek: 2, minutes: huge),
+            stores: [
+                StoreConfiguration(
+                    name: "games", selection: games,
+                    gate: GateConfiguration(goals: [GoalTier(steps: 10, minutes: huge)]),
+                    schedules: [
+                        ScheduleConfiguration(
+                            name: "all", start: TimeOfDay(hour: 0, minute: 0)!,
+                            end: TimeOfDay(hour: 23, minute: 59)!,
+                            goal: ScheduleGoal(steps: 10, minutes: huge))
+                    ])
+            ])
+        var engine = PolicyEngine(configuration: config)
+        let clock = ManualClock("2025-03-01T09:00:00Z")
+        _ = engine.handle(.steps(Int.max), at: clock.now)
+        _ = engine.handle(.command(.emergencyUnlock(store: "games", by: "x")), at: clock.now)
+        _ = engine.handle(
+            .command(.lock(store: "games", duration: .seconds(Int64.max), by: "x")), at: clock.now)
+        let far = Instant(
+            wall: Date(timeIntervalSince1970: 1e15), monotonic: .seconds(Int64.max), bootID: "b")
+        _ = engine.handle(.steps(Int.max), at: far)
+        let minus = Instant(
+            wall: Date(timeIntervalSince1970: -1e15), monotonic: .seconds(Int64.min), bootID: "c")
+        _ = engine.handle(.tick, at: minus)
+        _ = engine.handle(.steps(Int.max), at: far)
+        // Whatever happened, the state still round-trips through its file.
+        #expect(try PolicyState.decode(engine.state.encoded()) == engine.state)
     }
 
     @Test func unknownTopLevelKeyAndZoneOffset() {

@@ -62,6 +62,39 @@ struct ScenarioTests {
         }
     }
 
+    @Test func outOfRangeIntegersNameTheRange() {
+        var runner = ScenarioRunner(configuration: gateConfig())
+        #expect(
+            throws: ScenarioError(
+                line: 1,
+                message: "steps: expected an integer from 0 to 8999999999999999, found 9000000000000000")
+        ) {
+            try runner.run(line: #"{"at": "2025-03-01T09:00:00Z", "steps": 9000000000000000}"#, lineNumber: 1)
+        }
+    }
+
+    /// An engine that keeps asking to be woken makes the simulator stop with an error, not
+    /// silently after 100 000 wake-ups.
+    @Test func tooManyWakeUpsIsAnError() throws {
+        let config = scheduleConfig(start: "22:00", end: "07:00")
+        var sim = PolicySimulator(
+            configuration: config, stateStore: InMemoryPolicyStateStore(),
+            start: Date(timeIntervalSince1970: 1_740_819_600))
+        sim.wakeUpLimit = 5
+        _ = sim.send(.tick)
+        // Ten days of a nightly schedule: twenty boundaries, each a wake-up.
+        let end = Date(timeIntervalSince1970: 1_740_819_600 + 10 * 86_400)
+        #expect(throws: PolicySimulationError.self) { try sim.advance(until: end) }
+        var again = PolicySimulator(
+            configuration: config, stateStore: InMemoryPolicyStateStore(),
+            start: Date(timeIntervalSince1970: 1_740_819_600))
+        again.wakeUpLimit = 5
+        _ = again.send(.tick)
+        _ = again.advance(to: end)
+        #expect(again.stalled != nil)
+        #expect(again.now < end)
+    }
+
     @Test func replayFeedsStepEventsOnTheRecordingsClock() throws {
         var replay = PolicyReplay(
             configuration: gateConfig(), start: Date(timeIntervalSince1970: 1_740_819_600),

@@ -194,6 +194,33 @@ struct TimeTests {
         #expect(millisFromDate(until) - clock.wall <= 20 * 60_000)
     }
 
+    /// Setting the firmware clock a week forward while the machine is off (physical access, no
+    /// root) does not give back the emergency unlocks: a reboot credits at most a day beyond the
+    /// new boot's uptime. A genuine night off is credited in full.
+    @Test func rebootCreditsAtMostADayOfWallClockGap() throws {
+        var clock = ManualClock("2025-03-01T10:00:00Z")
+        var engine = PolicyEngine(configuration: gateConfig())
+        _ = engine.handle(.command(.emergencyUnlock(store: "games", by: "a")), at: clock.now)
+        _ = engine.handle(.command(.emergencyUnlock(store: "games", by: "a")), at: clock.now)
+        clock.advance(minutes: 1)
+        _ = engine.handle(.tick, at: clock.now)
+        #expect(engine.status(at: clock.now).emergencyRemaining == 0)
+        let ledgerBefore = engine.state.ledger
+        clock.reboot(downMinutes: 7 * 24 * 60 + 60)
+        var restarted = PolicyEngine(
+            configuration: gateConfig(), state: try PolicyState.decode(engine.state.encoded()))
+        _ = restarted.handle(.tick, at: clock.now)
+        #expect(restarted.status(at: clock.now).emergencyRemaining == 0)
+        #expect(restarted.state.ledger - ledgerBefore == PolicyEngine.maximumRebootCredit + 5_000)
+        // Eight hours off: all of it counts.
+        let before = restarted.state.ledger
+        clock.reboot(downMinutes: 8 * 60)
+        var again = PolicyEngine(
+            configuration: gateConfig(), state: try PolicyState.decode(restarted.state.encoded()))
+        _ = again.handle(.tick, at: clock.now)
+        #expect(again.state.ledger - before == 8 * 3_600_000)
+    }
+
     @Test func rebootAfterTheDeadlineStartsLocked() throws {
         var clock = ManualClock("2025-03-01T10:00:00Z")
         var engine = PolicyEngine(configuration: gateConfig())
