@@ -11,7 +11,9 @@ private func fakeSystemctl(in folder: URL, active: [String]) throws -> (runner: 
     try FileManager.default.createDirectory(at: bin, withIntermediateDirectories: true)
     let state = folder.appendingPathComponent("units").path
     try FileManager.default.createDirectory(atPath: state, withIntermediateDirectories: true)
-    for unit in active { FileManager.default.createFile(atPath: "\(state)/\(unit).active", contents: nil) }
+    for unit in active {
+        _ = FileManager.default.createFile(atPath: "\(state)/\(unit).active", contents: nil)
+    }
     let log = folder.appendingPathComponent("calls").path
     let script = """
         #!/bin/sh

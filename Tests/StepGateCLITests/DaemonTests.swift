@@ -15,13 +15,15 @@ private final class TestDaemon {
         try config.write(toFile: configPath, atomically: true, encoding: .utf8)
         process.executableURL = Fixtures.stepgateExecutable
         process.arguments = ["daemon", "--config", configPath]
-        let log =
-            FileHandle(forWritingAtPath: folder.appendingPathComponent("daemon.log").path)
-            ?? {
-                FileManager.default.createFile(
-                    atPath: folder.appendingPathComponent("daemon.log").path, contents: nil)
-                return FileHandle(forWritingAtPath: folder.appendingPathComponent("daemon.log").path)!
-            }()
+        let logPath = folder.appendingPathComponent("daemon.log").path
+        if !FileManager.default.fileExists(atPath: logPath) {
+            guard FileManager.default.createFile(atPath: logPath, contents: nil) else {
+                throw TestFailure("cannot create \(logPath)")
+            }
+        }
+        guard let log = FileHandle(forWritingAtPath: logPath) else {
+            throw TestFailure("cannot open \(logPath)")
+        }
         log.seekToEndOfFile()
         process.standardOutput = log
         process.standardError = log
