@@ -196,7 +196,8 @@ struct Replay: Command {
         bar.finish()
         records += replay.finish(at: .nanoseconds(last &- (first ?? last)))
         if let stalled = replay.simulator.stalled {
-            throw ConfigurationFileError(path: policyPath ?? "policy", message: "the policy replay stopped: \(stalled)")
+            throw ConfigurationFileError(
+                path: policyPath ?? "policy", message: "the policy replay stopped: \(stalled)")
         }
         var summary = RecordingSummary(
             path: file, format: reader.format, unit: reader.unit, gravityIncluded: reader.gravityIncluded)
