@@ -9,10 +9,12 @@ let package = Package(
         .library(name: "SensorInput", targets: ["SensorInput"]),
     ],
     targets: [
+        // libiio, the C library that reads Linux IIO devices (pkg-config "libiio").
+        .systemLibrary(name: "CLibIIO", pkgConfig: "libiio", providers: [.apt(["libiio-dev"])]),
         // Core: pure Swift, no Foundation, no C.
         .target(name: "StepDetection", linkerSettings: [.linkedLibrary("m")]),
-        // Readers: recorded CSV walks (and, later, IIO devices).
-        .target(name: "SensorInput", dependencies: ["StepDetection"]),
+        // Readers: recorded CSV walks and live IIO accelerometers through libiio.
+        .target(name: "SensorInput", dependencies: ["StepDetection", "CLibIIO"]),
         // Labelled recording sets, scoring, parameter search, reports.
         .target(name: "Tuning", dependencies: ["StepDetection", "SensorInput"]),
         // The shared unlock policy: pure engine, config, versioned state (Foundation only).
