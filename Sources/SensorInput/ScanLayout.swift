@@ -37,6 +37,11 @@ public struct ScanLayout: Hashable, Sendable {
         scanSize = offset
     }
 
+    mutating func replace(elements: [Element], scanSize: Int) {
+        self.elements = elements
+        self.scanSize = scanSize
+    }
+
     /// The element with the given channel id.
     public func element(_ id: String) -> Element? { elements.first { $0.id == id } }
 }

@@ -57,6 +57,15 @@ public struct OptionSpec: Sendable {
     public var help: String
     /// Whether the option may be given more than once.
     public var isRepeatable: Bool
+    /// A one-letter alias (`-o`), if any.
+    public var shortName: Character? = nil
+
+    /// The same option, also accepted as `-<letter>`.
+    public func short(_ letter: Character) -> OptionSpec {
+        var copy = self
+        copy.shortName = letter
+        return copy
+    }
 
     /// An option that takes a value.
     public static func option(_ name: String, _ valueName: String, help: String, repeatable: Bool = false)

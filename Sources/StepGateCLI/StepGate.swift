@@ -7,7 +7,7 @@ public enum StepGate {
 
     /// Every subcommand, in the order help lists them.
     static let commands: [any Command.Type] = [
-        Replay.self, Eval.self, Simulate.self, Config.self, Bench.self,
+        Replay.self, Eval.self, Simulate.self, Config.self, Bench.self, Devices.self, Record.self, Run.self,
     ]
 
     /// Runs `stepgate` with the process's arguments and exits.
@@ -127,7 +127,9 @@ public enum StepGate {
             for argument in c.arguments { text += row(argument.name, argument.help) }
         }
         text += "\nOPTIONS:\n"
-        for option in c.options { text += row(option.synopsis, option.help) }
+        for option in c.options {
+            text += row(option.shortName.map { "-\($0), " + option.synopsis } ?? option.synopsis, option.help)
+        }
         text += row("-h, --help", "Show help information.")
         return text
     }
