@@ -24,7 +24,7 @@ let package = Package(
             name: "StepGateCLI", dependencies: ["StepDetection", "SensorInput", "Tuning", "UnlockPolicy"]),
         .executableTarget(name: "stepgate", dependencies: ["StepGateCLI"]),
         // Test support: fakes and fixture loading, for test targets only.
-        .target(name: "StepGateTestSupport"),
+        .target(name: "StepGateTestSupport", dependencies: ["SensorInput", "StepDetection"]),
         // Tests
         .testTarget(name: "StepDetectionTests", dependencies: ["StepDetection", "StepGateTestSupport"]),
         .testTarget(name: "SensorInputTests", dependencies: ["SensorInput", "StepGateTestSupport"]),
@@ -35,7 +35,7 @@ let package = Package(
             dependencies: ["Tuning", "StepDetection", "SensorInput", "StepGateTestSupport"]),
         .testTarget(
             name: "StepGateCLITests",
-            dependencies: ["StepGateCLI", "StepGateTestSupport", "stepgate"]
+            dependencies: ["StepGateCLI", "StepGateTestSupport", "stepgate", "SensorInput", "StepDetection", "Tuning"]
         ),
     ],
     swiftLanguageModes: [.v6]

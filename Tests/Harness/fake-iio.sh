@@ -18,6 +18,12 @@
 #  * bind the FIFO itself, never reach it through the overlay (a different pipe);
 #  * no dangling symlinks in the tree (libiio stat()s every entry).
 set -euo pipefail
+# Close inherited descriptors (a test runner's pipes and sockets), so background holders
+# never keep the caller's output open.
+for fd in /proc/$$/fd/*; do
+	n=${fd##*/}
+	if [ "$n" -gt 2 ] && [ "$n" != 255 ]; then eval "exec $n>&-" 2>/dev/null || true; fi
+done
 
 die() { printf 'fake-iio: %s\n' "$*" >&2; exit 1; }
 [ "$(id -u)" = 0 ] || die "needs root (mount namespaces)"

@@ -1,0 +1,211 @@
+import Foundation
+import SensorInput
+import StepDetection
+import StepGateTestSupport
+import Testing
+import Tuning
+
+/// End-to-end tests of live IIO input: the real libiio (local backend and iiod) reads an
+/// emulated accelerometer in a private mount + network namespace (Tests/Harness/fake-iio.sh).
+/// Root only; skipped with the reason elsewhere.
+@Suite(
+    "live IIO input (emulated device, real libiio)", .serialized,
+    .enabled(if: FakeIIO.unavailableReason == nil, "\(FakeIIO.unavailableReason ?? "")"))
+struct LiveIIOTests {
+    let stepgate = Fixtures.stepgateExecutable.path
+
+    private func temporary(_ name: String) throws -> String {
+        try Fixtures.temporaryFolder().appendingPathComponent(name).path
+    }
+
+    private func readCSV(_ path: String) throws -> [AccelerationSample] {
+        var reader = try RecordingReader(path: path)
+        return try reader.readAll()
+    }
+
+    private func replayCount(_ path: String) throws -> Int {
+        let result = try runProcess(Fixtures.stepgateExecutable, ["replay", "--json", path])
+        let line = try #require(result.standardOutput.split(separator: "\n").first)
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
+        return try #require(object["steps"] as? Int)
+    }
+
+    @Test func lis3dhRecordedWalkCountsLikeReplay() throws {
+        let original = Fixtures.samples.appendingPathComponent("walk-front-pocket-303.csv").path
+        var samples = try readCSV(original)
+        samples.removeLast(samples.count % 100)  // whole 100 ms blocks at any rate used here
+        let truth = try Fixtures.temporaryFolder().appendingPathComponent("walk.csv").path
+        var writer = try StepGateCSVWriter(path: truth)
+        try writer.write(contentsOf: samples)
+        try writer.close()
+        let device = try FakeIIO(profile: "lis3dh")
+        defer { device.down() }
+
+        let feeder = Feeder(device, samples: samples)
+        let out = try temporary("recorded.csv")
+        let record = try device.exec([stepgate, "record", "-o", out, "--samples", "\(samples.count)"])
+        feeder.wait()
+        #expect(record.status == 0, "\(record.standardError)")
+        #expect(record.standardError.contains("buffered capture at 100 Hz"), "\(record.standardError)")
+        #expect(feeder.error == nil)
+        let recorded = try readCSV(out)
+        #expect(recorded.count == samples.count)
+        #expect(recorded.map(\.timestamp) == samples.map(\.timestamp))
+        // 12-bit quantisation: within one count (1 mg) of the input.
+        let worst = zip(recorded, samples).map { max(abs($0.x - $1.x), abs($0.y - $1.y), abs($0.z - $1.z)) }.max() ?? 1
+        #expect(worst <= 0.0006)
+        #expect(device.attribute("sampling_frequency") == "100")
+        #expect(device.attribute("current_timestamp_clock") == "monotonic")
+        #expect(device.attribute("buffer/enable") == "0")
+
+        let feeder2 = Feeder(device, samples: samples)
+        let ledger = try temporary("steps.json")
+        let run = try device.exec([stepgate, "run", "--json", "--ledger", ledger, "--samples", "\(samples.count)"])
+        feeder2.wait()
+        #expect(run.status == 0, "\(run.standardError)")
+        let summary = try #require(run.standardOutput.split(separator: "\n").last)
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(summary.utf8)) as? [String: Any])
+        let live = try #require(object["steps"] as? Int)
+        let replayOfRecording = try replayCount(out)
+        let replayOfOriginal = try replayCount(truth)
+        #expect(live == replayOfRecording)
+        #expect(live == replayOfOriginal)
+        #expect(abs(live - 303) <= 10)
+        let ledgerText = try String(contentsOfFile: ledger, encoding: .utf8)
+        #expect(ledgerText.contains("\"steps\":\(live)"))
+    }
+
+    @Test func mpu6050BigEndianWithGyroTemperatureAndMountMatrix() throws {
+        let device = try FakeIIO(profile: "mpu6050")
+        defer { device.down() }
+        let devices = try device.exec([stepgate, "devices", "--json"])
+        #expect(devices.status == 0, "\(devices.standardError)")
+        #expect(devices.standardOutput.contains("\"type\":\"be:s16/16>>0\""))
+        #expect(devices.standardOutput.contains("\"id\":\"anglvel_z\""))
+        #expect(devices.standardOutput.contains("\"id\":\"temp\""))
+        #expect(devices.standardOutput.contains("\"mount_matrix_source\":\"in_accel_mount_matrix\""))
+        let samples = (0..<200).map {
+            AccelerationSample(timestamp: 1_000_000_000 + Int64($0) * 10_000_000, x: 0.5, y: 0.25, z: -1)
+        }
+        let feeder = Feeder(device, samples: samples)
+        let out = try temporary("mpu.csv")
+        let record = try device.exec([stepgate, "record", "-o", out, "--samples", "200", "--device", "mpu6050"])
+        feeder.wait()
+        #expect(record.status == 0, "\(record.standardError)")
+        let recorded = try readCSV(out)
+        #expect(recorded.count == 200)
+        // Sensor (0.5, 0.25, -1) through "0, 1, 0; -1, 0, 0; 0, 0, 1" is (0.25, -0.5, -1).
+        let first = try #require(recorded.first)
+        #expect(abs(first.x - 0.25) < 0.0002 && abs(first.y + 0.5) < 0.0002 && abs(first.z + 1) < 0.0002)
+        #expect(device.attribute("scan_elements/in_anglvel_x_en") == "0")
+    }
+
+    @Test func polledFallbackWithoutTrigger() throws {
+        let device = try FakeIIO(profile: "lis3dh", noTrigger: true)
+        defer { device.down() }
+        try device.setAttribute("in_accel_x_raw", "100")
+        try device.setAttribute("in_accel_y_raw", "-200")
+        let out = try temporary("polled.csv")
+        let started = Date()
+        let record = try device.exec([stepgate, "record", "-o", out, "--samples", "25", "--rate", "50"])
+        let elapsed = Date().timeIntervalSince(started)
+        #expect(record.status == 0, "\(record.standardError)")
+        #expect(record.standardError.contains("polled capture at 50 Hz"), "\(record.standardError)")
+        let recorded = try readCSV(out)
+        #expect(recorded.count == 25)
+        let g = Float(0.009806 / 9.80665)
+        #expect(recorded.allSatisfy { abs($0.x - 100 * g) < 1e-5 && abs($0.y + 200 * g) < 1e-5 && abs($0.z - 1000 * g) < 1e-4 })
+        let intervals = zip(recorded.dropFirst(), recorded).map { Double($0.timestamp - $1.timestamp) / 1e6 }
+        #expect(intervals.allSatisfy { $0 > 10 && $0 < 40 }, "\(intervals)")
+        #expect(elapsed >= 0.4)
+    }
+
+    @Test func iiodOverLoopbackInAPrivateNetworkNamespace() throws {
+        let device = try FakeIIO(profile: "lis3dh")
+        defer { device.down() }
+        try device.startIIOD()
+        let devices = try device.netexec([stepgate, "devices", "--uri", "ip:127.0.0.1"])
+        #expect(devices.status == 0, "\(devices.standardError)")
+        #expect(devices.standardOutput.contains("iio:device0 (lis3dh)"))
+        let samples = SyntheticWalk().samples(steps: 20)
+        let count = samples.count - samples.count % 100
+        let feeder = Feeder(device, samples: Array(samples.prefix(count)))
+        let out = try temporary("net.csv")
+        let record = try device.netexec([stepgate, "record", "--uri", "ip:127.0.0.1", "-o", out, "--samples", "\(count)"])
+        feeder.wait()
+        #expect(record.status == 0, "\(record.standardError)")
+        #expect(try readCSV(out).map(\.timestamp) == samples.prefix(count).map(\.timestamp))
+    }
+
+    @Test func deviceVanishingMidCaptureLosesAndDuplicatesNothing() throws {
+        let device = try FakeIIO(profile: "lis3dh")
+        defer { device.down() }
+        let samples = Array(SyntheticWalk().samples(steps: 30).prefix(2000))
+        let first = Feeder(device, samples: Array(samples.prefix(1000)), ending: .vanish)
+        let hidden = device.state.appendingPathComponent("hidden-device")
+        let orchestrator = Thread {
+            first.wait()
+            // The driver goes away for a while, then comes back.
+            try? FileManager.default.moveItem(at: device.deviceFolder, to: hidden)
+            Thread.sleep(forTimeInterval: 2)
+            try? FileManager.default.moveItem(at: hidden, to: device.deviceFolder)
+            _ = Feeder(device, samples: Array(samples.suffix(1000)))
+        }
+        orchestrator.start()
+        let out = try temporary("gap.csv")
+        let record = try device.exec([stepgate, "record", "-o", out, "--samples", "2000"], timeout: 60)
+        #expect(record.status == 0, "\(record.standardError)")
+        #expect(record.standardError.contains("reconnected"), "\(record.standardError)")
+        #expect(record.standardError.contains("retrying in"))
+        let recorded = try readCSV(out)
+        #expect(recorded.count == 2000)
+        #expect(recorded.map(\.timestamp) == samples.map(\.timestamp))
+    }
+
+    @Test func runStopsOnSIGINTWithASummaryAndLatencyAtOneHundredHertz() throws {
+        let device = try FakeIIO(profile: "lis3dh")
+        defer { device.down() }
+        var walk = SyntheticWalk()
+        walk.stillBefore = 1
+        let samples = walk.samples(steps: 24)
+        let feeder = Feeder(device, samples: samples, timing: .live(rate: 100))
+        let ledger = try temporary("steps.json")
+        let seconds = Double(samples.count) / 100 + 1.5
+        let run = try device.exec([stepgate, "run", "--json", "--ledger", ledger, "--goal", "20"], timeout: Int(seconds))
+        feeder.wait()
+        #expect(run.status == 0, "\(run.standardError)")
+        let lines = run.standardOutput.split(separator: "\n").compactMap {
+            try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
+        }
+        let summary = try #require(lines.last)
+        #expect(summary["stopped"] as? String == "SIGINT")
+        let steps = try #require(summary["steps"] as? Int)
+        #expect(abs(steps - 24) <= 2)
+        // Steps after the walk is confirmed are reported one by one: their latency from the
+        // peak sample is the detector's delay plus at most one 100 ms block.
+        let latencies = lines.filter { $0["event"] as? String == "step" }.compactMap { $0["latency_ms"] as? Double }
+        let oneByOne = latencies.suffix(max(0, latencies.count - 8))
+        #expect(!oneByOne.isEmpty)
+        #expect(oneByOne.allSatisfy { $0 <= 300 }, "\(latencies)")
+        // A restart continues today's count.
+        let feeder2 = Feeder(device, samples: samples, timing: .fast)
+        let again = try device.exec([stepgate, "run", "--json", "--ledger", ledger, "--samples", "\(samples.count - samples.count % 100)"])
+        feeder2.wait()
+        let today = try #require(again.standardOutput.split(separator: "\n").last)
+        #expect(today.contains("\"today\":\(steps + (try #require((try JSONSerialization.jsonObject(with: Data(today.utf8)) as? [String: Any])?["steps"] as? Int)))"))
+    }
+
+    @Test func permissionDeniedAsANonRootUserNamesTheUdevRule() throws {
+        let device = try FakeIIO(profile: "lis3dh")
+        defer { device.down() }
+        let copy = "/tmp/stepgate-\(UUID().uuidString)"
+        try FileManager.default.copyItem(atPath: stepgate, toPath: copy)
+        defer { try? FileManager.default.removeItem(atPath: copy) }
+        let record = try device.exec(["runuser", "-u", "nobody", "--", copy, "record", "-o", "/tmp/nobody-\(UUID().uuidString).csv", "--samples", "10"])
+        #expect(record.status == 1)
+        #expect(record.standardError.contains("Permission denied"), "\(record.standardError)")
+        #expect(record.standardError.contains("udev/60-stepgate-iio.rules"))
+        let devices = try device.exec(["runuser", "-u", "nobody", "--", copy, "devices"])
+        #expect(devices.standardOutput.contains("no permission"), "\(devices.standardOutput)")
+    }
+}
