@@ -35,7 +35,9 @@ let package = Package(
             dependencies: ["Tuning", "StepDetection", "SensorInput", "StepGateTestSupport"]),
         .testTarget(
             name: "StepGateCLITests",
-            dependencies: ["StepGateCLI", "StepGateTestSupport", "stepgate", "SensorInput", "StepDetection", "Tuning"]
+            dependencies: [
+                "StepGateCLI", "StepGateTestSupport", "stepgate", "SensorInput", "StepDetection", "Tuning",
+            ]
         ),
     ],
     swiftLanguageModes: [.v6]

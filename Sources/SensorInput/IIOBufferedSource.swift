@@ -8,11 +8,11 @@ import StepDetection
 #endif
 
 /// Reads an accelerometer through an IIO buffer: the device's trigger (or a configured one)
-/// drives sampling, scans arrive in blocks of about 100 ms, each with its `in_timestamp`.
+/// drives sampling, scans arrive in blocks of about 50 ms, each with its `in_timestamp`.
 ///
 /// Set-up, in order: trigger; `sampling_frequency` (nearest available value);
 /// `current_timestamp_clock` = `monotonic` when writable; enable accel x/y/z and the
-/// timestamp; a buffer of `rate / 10` scans with a context timeout of at least 1 s and four
+/// timestamp; a buffer of `rate / 20` scans (50 ms) with a context timeout of at least 1 s and four
 /// block periods (libiio 0.24 drops a partial block on timeout, so the timeout must cover a
 /// whole block). Scans are decoded by ``ScanType`` at ``ScanLayout`` offsets (checked against
 /// libiio's own at start-up).
@@ -92,8 +92,8 @@ final class IIOBufferedReader: IIOReader {
             enabled.append((IIODevice.channelID(channel), Int(iio_channel_get_index(channel)), type))
         }
         var layout = ScanLayout(enabled)
-        // Blocks of about 100 ms, and a timeout that covers a whole block with margin.
-        scansPerBlock = max(1, min(1024, Int((rate / 10).rounded(.down))))
+        // Blocks of about 50 ms, and a timeout that covers a whole block with margin.
+        scansPerBlock = max(1, min(1024, Int((rate / 20).rounded(.down))))
         try context.setTimeout(milliseconds: max(1000, Int(4000 * Double(scansPerBlock) / rate)))
         errno = 0
         guard let buffer = iio_device_create_buffer(device, scansPerBlock, false) else {

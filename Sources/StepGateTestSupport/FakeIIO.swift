@@ -25,19 +25,24 @@ public final class FakeIIO: Sendable {
         for tool in ["unshare", "nsenter", "iio_info", "iiod", "ip"] where !commandExists(tool) {
             return "'\(tool)' is not installed (bash scripts/install-deps.sh)"
         }
-        guard let probe = try? runProcess(URL(fileURLWithPath: "/usr/bin/unshare"), ["--mount", "--net", "true"]),
+        guard
+            let probe = try? runProcess(
+                URL(fileURLWithPath: "/usr/bin/unshare"), ["--mount", "--net", "true"]),
             probe.status == 0
         else { return "unshare --mount --net is not permitted here" }
         return nil
     }()
 
     private static func commandExists(_ name: String) -> Bool {
-        ["/usr/bin/", "/usr/sbin/", "/bin/", "/sbin/"].contains { FileManager.default.isExecutableFile(atPath: $0 + name) }
+        ["/usr/bin/", "/usr/sbin/", "/bin/", "/sbin/"].contains {
+            FileManager.default.isExecutableFile(atPath: $0 + name)
+        }
     }
 
     /// Brings up a device with the given profile (`lis3dh` or `mpu6050`).
     public init(profile: String = "lis3dh", noTrigger: Bool = false, owner: String? = nil) throws {
-        state = FileManager.default.temporaryDirectory.appendingPathComponent("stepgate-fake-iio-\(UUID().uuidString)")
+        state = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "stepgate-fake-iio-\(UUID().uuidString)")
         deviceFolder = state.appendingPathComponent("sys/bus/iio/devices/iio:device0")
         var arguments = [Self.script, "up", state.path, "--profile", profile]
         if noTrigger { arguments.append("--no-trigger") }
@@ -60,20 +65,29 @@ public final class FakeIIO: Sendable {
     public func exec(_ arguments: [String], timeout: Int = 60) throws -> ProcessResult {
         try runProcess(
             URL(fileURLWithPath: "/usr/bin/timeout"),
-            ["-s", "INT", "-k", "5", String(timeout), "/bin/bash", Self.script, "exec", state.path] + arguments)
+            [
+                "--preserve-status", "-s", "INT", "-k", "5", String(timeout), "/bin/bash", Self.script,
+                "exec", state.path,
+            ] + arguments)
     }
 
     /// Runs a command in the network namespace only (real /sys; reaches iiod at 127.0.0.1).
     public func netexec(_ arguments: [String], timeout: Int = 60) throws -> ProcessResult {
         try runProcess(
             URL(fileURLWithPath: "/usr/bin/timeout"),
-            ["-s", "INT", "-k", "5", String(timeout), "/bin/bash", Self.script, "netexec", state.path] + arguments)
+            [
+                "--preserve-status", "-s", "INT", "-k", "5", String(timeout), "/bin/bash", Self.script,
+                "netexec", state.path,
+            ] + arguments)
     }
 
     /// Starts iiod inside the namespaces, listening on the namespace's loopback only.
     public func startIIOD() throws {
-        let result = try runProcess(URL(fileURLWithPath: "/bin/bash"), [Self.script, "iiod-start", state.path])
-        guard result.status == 0 else { throw FakeIIOError(message: "iiod-start failed: \(result.standardError)") }
+        let result = try runProcess(
+            URL(fileURLWithPath: "/bin/bash"), [Self.script, "iiod-start", state.path])
+        guard result.status == 0 else {
+            throw FakeIIOError(message: "iiod-start failed: \(result.standardError)")
+        }
     }
 
     /// Stops iiod (as a restart would).
@@ -83,13 +97,15 @@ public final class FakeIIO: Sendable {
 
     /// Reads a device attribute file on the host side (NULs and newline stripped).
     public func attribute(_ name: String) -> String {
-        let data = FileManager.default.contents(atPath: deviceFolder.appendingPathComponent(name).path) ?? Data()
+        let data =
+            FileManager.default.contents(atPath: deviceFolder.appendingPathComponent(name).path) ?? Data()
         return String(decoding: data.filter { $0 != 0 && $0 != 10 }, as: UTF8.self)
     }
 
     /// Writes a device attribute file on the host side.
     public func setAttribute(_ name: String, _ value: String) throws {
-        try (value + "\n").write(to: deviceFolder.appendingPathComponent(name), atomically: false, encoding: .utf8)
+        try (value + "\n").write(
+            to: deviceFolder.appendingPathComponent(name), atomically: false, encoding: .utf8)
     }
 
     /// The FIFO's host-side path.
@@ -137,7 +153,8 @@ public final class Feeder: Sendable {
 
     /// Starts a session on `device`.
     public init(
-        _ device: FakeIIO, samples: [AccelerationSample], timing: Timing = .fast, ending: Ending = .waitForDisable,
+        _ device: FakeIIO, samples: [AccelerationSample], timing: Timing = .fast,
+        ending: Ending = .waitForDisable,
         timeout: Double = 60
     ) {
         signal(SIGPIPE, SIG_IGN)
@@ -146,7 +163,8 @@ public final class Feeder: Sendable {
         let thread = Thread { [self] in
             do {
                 try self.session(
-                    folder: folder, fifo: fifo, samples: samples, timing: timing, ending: ending, timeout: timeout)
+                    folder: folder, fifo: fifo, samples: samples, timing: timing, ending: ending,
+                    timeout: timeout)
             } catch {
                 self.failure.withLock { $0 = "\(error)" }
             }
@@ -184,7 +202,9 @@ public final class Feeder: Sendable {
         _ = fcntl(descriptor, F_SETFL, 0)
         let enable = folder + "/buffer/enable"
         while Self.read(enable) != "1" {
-            guard Date() < deadline else { throw FakeIIOError(message: "the reader never enabled the buffer") }
+            guard Date() < deadline else {
+                throw FakeIIOError(message: "the reader never enabled the buffer")
+            }
             usleep(1000)
         }
         // The enabled scan elements, from the files libiio wrote.

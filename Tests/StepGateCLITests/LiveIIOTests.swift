@@ -40,6 +40,8 @@ struct LiveIIOTests {
         try writer.close()
         let device = try FakeIIO(profile: "lis3dh")
         defer { device.down() }
+        // ±8 g (4 mg per count): the pocket walk peaks above the ±2 g default range.
+        for axis in ["x", "y", "z"] { try device.setAttribute("in_accel_\(axis)_scale", "0.039226") }
 
         let feeder = Feeder(device, samples: samples)
         let out = try temporary("recorded.csv")
@@ -51,20 +53,25 @@ struct LiveIIOTests {
         let recorded = try readCSV(out)
         #expect(recorded.count == samples.count)
         #expect(recorded.map(\.timestamp) == samples.map(\.timestamp))
-        // 12-bit quantisation: within one count (1 mg) of the input.
-        let worst = zip(recorded, samples).map { max(abs($0.x - $1.x), abs($0.y - $1.y), abs($0.z - $1.z)) }.max() ?? 1
-        #expect(worst <= 0.0006)
+        // 12-bit quantisation: within half a count (2 mg) of the input.
+        let worst =
+            zip(recorded, samples).map { max(abs($0.x - $1.x), abs($0.y - $1.y), abs($0.z - $1.z)) }.max()
+            ?? 1
+        #expect(worst <= 0.0021)
         #expect(device.attribute("sampling_frequency") == "100")
         #expect(device.attribute("current_timestamp_clock") == "monotonic")
         #expect(device.attribute("buffer/enable") == "0")
 
         let feeder2 = Feeder(device, samples: samples)
         let ledger = try temporary("steps.json")
-        let run = try device.exec([stepgate, "run", "--json", "--ledger", ledger, "--samples", "\(samples.count)"])
+        let run = try device.exec([
+            stepgate, "run", "--json", "--ledger", ledger, "--samples", "\(samples.count)",
+        ])
         feeder2.wait()
         #expect(run.status == 0, "\(run.standardError)")
         let summary = try #require(run.standardOutput.split(separator: "\n").last)
-        let object = try #require(try JSONSerialization.jsonObject(with: Data(summary.utf8)) as? [String: Any])
+        let object = try #require(
+            try JSONSerialization.jsonObject(with: Data(summary.utf8)) as? [String: Any])
         let live = try #require(object["steps"] as? Int)
         let replayOfRecording = try replayCount(out)
         let replayOfOriginal = try replayCount(truth)
@@ -89,7 +96,9 @@ struct LiveIIOTests {
         }
         let feeder = Feeder(device, samples: samples)
         let out = try temporary("mpu.csv")
-        let record = try device.exec([stepgate, "record", "-o", out, "--samples", "200", "--device", "mpu6050"])
+        let record = try device.exec([
+            stepgate, "record", "-o", out, "--samples", "200", "--device", "mpu6050",
+        ])
         feeder.wait()
         #expect(record.status == 0, "\(record.standardError)")
         let recorded = try readCSV(out)
@@ -114,7 +123,10 @@ struct LiveIIOTests {
         let recorded = try readCSV(out)
         #expect(recorded.count == 25)
         let g = Float(0.009806 / 9.80665)
-        #expect(recorded.allSatisfy { abs($0.x - 100 * g) < 1e-5 && abs($0.y + 200 * g) < 1e-5 && abs($0.z - 1000 * g) < 1e-4 })
+        #expect(
+            recorded.allSatisfy {
+                abs($0.x - 100 * g) < 1e-5 && abs($0.y + 200 * g) < 1e-5 && abs($0.z - 1000 * g) < 1e-4
+            })
         let intervals = zip(recorded.dropFirst(), recorded).map { Double($0.timestamp - $1.timestamp) / 1e6 }
         #expect(intervals.allSatisfy { $0 > 10 && $0 < 40 }, "\(intervals)")
         #expect(elapsed >= 0.4)
@@ -131,7 +143,9 @@ struct LiveIIOTests {
         let count = samples.count - samples.count % 100
         let feeder = Feeder(device, samples: Array(samples.prefix(count)))
         let out = try temporary("net.csv")
-        let record = try device.netexec([stepgate, "record", "--uri", "ip:127.0.0.1", "-o", out, "--samples", "\(count)"])
+        let record = try device.netexec([
+            stepgate, "record", "--uri", "ip:127.0.0.1", "-o", out, "--samples", "\(count)",
+        ])
         feeder.wait()
         #expect(record.status == 0, "\(record.standardError)")
         #expect(try readCSV(out).map(\.timestamp) == samples.prefix(count).map(\.timestamp))
@@ -140,7 +154,7 @@ struct LiveIIOTests {
     @Test func deviceVanishingMidCaptureLosesAndDuplicatesNothing() throws {
         let device = try FakeIIO(profile: "lis3dh")
         defer { device.down() }
-        let samples = Array(SyntheticWalk().samples(steps: 30).prefix(2000))
+        let samples = Array(SyntheticWalk().samples(steps: 40).prefix(2000))
         let first = Feeder(device, samples: Array(samples.prefix(1000)), ending: .vanish)
         let hidden = device.state.appendingPathComponent("hidden-device")
         let orchestrator = Thread {
@@ -171,7 +185,8 @@ struct LiveIIOTests {
         let feeder = Feeder(device, samples: samples, timing: .live(rate: 100))
         let ledger = try temporary("steps.json")
         let seconds = Double(samples.count) / 100 + 1.5
-        let run = try device.exec([stepgate, "run", "--json", "--ledger", ledger, "--goal", "20"], timeout: Int(seconds))
+        let run = try device.exec(
+            [stepgate, "run", "--json", "--ledger", ledger, "--goal", "20"], timeout: Int(seconds))
         feeder.wait()
         #expect(run.status == 0, "\(run.standardError)")
         let lines = run.standardOutput.split(separator: "\n").compactMap {
@@ -182,17 +197,26 @@ struct LiveIIOTests {
         let steps = try #require(summary["steps"] as? Int)
         #expect(abs(steps - 24) <= 2)
         // Steps after the walk is confirmed are reported one by one: their latency from the
-        // peak sample is the detector's delay plus at most one 100 ms block.
-        let latencies = lines.filter { $0["event"] as? String == "step" }.compactMap { $0["latency_ms"] as? Double }
+        // filtered peak is the detector's confirmation delay (the following valley, about half
+        // a step period) plus at most one 50 ms block. Measured figures are in the README.
+        let latencies = lines.filter { $0["event"] as? String == "step" }.compactMap {
+            $0["latency_ms"] as? Double
+        }
         let oneByOne = latencies.suffix(max(0, latencies.count - 8))
         #expect(!oneByOne.isEmpty)
-        #expect(oneByOne.allSatisfy { $0 <= 300 }, "\(latencies)")
+        #expect(oneByOne.allSatisfy { $0 <= 500 }, "\(latencies)")
         // A restart continues today's count.
         let feeder2 = Feeder(device, samples: samples, timing: .fast)
-        let again = try device.exec([stepgate, "run", "--json", "--ledger", ledger, "--samples", "\(samples.count - samples.count % 100)"])
+        let again = try device.exec([
+            stepgate, "run", "--json", "--ledger", ledger, "--samples",
+            "\(samples.count - samples.count % 100)",
+        ])
         feeder2.wait()
         let today = try #require(again.standardOutput.split(separator: "\n").last)
-        #expect(today.contains("\"today\":\(steps + (try #require((try JSONSerialization.jsonObject(with: Data(today.utf8)) as? [String: Any])?["steps"] as? Int)))"))
+        #expect(
+            today.contains(
+                "\"today\":\(steps + (try #require((try JSONSerialization.jsonObject(with: Data(today.utf8)) as? [String: Any])?["steps"] as? Int)))"
+            ))
     }
 
     @Test func permissionDeniedAsANonRootUserNamesTheUdevRule() throws {
@@ -201,7 +225,10 @@ struct LiveIIOTests {
         let copy = "/tmp/stepgate-\(UUID().uuidString)"
         try FileManager.default.copyItem(atPath: stepgate, toPath: copy)
         defer { try? FileManager.default.removeItem(atPath: copy) }
-        let record = try device.exec(["runuser", "-u", "nobody", "--", copy, "record", "-o", "/tmp/nobody-\(UUID().uuidString).csv", "--samples", "10"])
+        let record = try device.exec([
+            "runuser", "-u", "nobody", "--", copy, "record", "-o", "/tmp/nobody-\(UUID().uuidString).csv",
+            "--samples", "10",
+        ])
         #expect(record.status == 1)
         #expect(record.standardError.contains("Permission denied"), "\(record.standardError)")
         #expect(record.standardError.contains("udev/60-stepgate-iio.rules"))
