@@ -2,6 +2,7 @@ import Foundation
 import SensorInput
 import StepDetection
 import StepGateTestSupport
+import Synchronization
 import Testing
 import Tuning
 
@@ -234,5 +235,66 @@ struct LiveIIOTests {
         #expect(record.standardError.contains("udev/60-stepgate-iio.rules"))
         let devices = try device.exec(["runuser", "-u", "nobody", "--", copy, "devices"])
         #expect(devices.standardOutput.contains("no permission"), "\(devices.standardOutput)")
+    }
+}
+
+/// Resource use of `stepgate run` on an emulated 100 Hz walk; run on demand with
+/// `STEPGATE_MEASURE_SECONDS=600 swift test --filter ResourceMeasurement` (root). Prints CPU
+/// (utime+stime from /proc/PID/stat over the run) and peak resident memory (VmHWM).
+@Suite(
+    "resource measurement (on demand)",
+    .enabled(
+        if: FakeIIO.unavailableReason == nil
+            && ProcessInfo.processInfo.environment["STEPGATE_MEASURE_SECONDS"] != nil,
+        "set STEPGATE_MEASURE_SECONDS to measure (root)"))
+struct ResourceMeasurement {
+    @Test func cpuAndMemoryOfALiveRun() throws {
+        let seconds = Double(ProcessInfo.processInfo.environment["STEPGATE_MEASURE_SECONDS"] ?? "") ?? 60
+        let device = try FakeIIO(profile: "lis3dh")
+        defer { device.down() }
+        var walk = SyntheticWalk()
+        walk.cadence = 1.8
+        let samples = walk.samples(duration: seconds + 5, steps: Int(seconds * 1.8))
+        let feeder = Feeder(device, samples: samples, timing: .live(rate: 100))
+        let ledger = "/tmp/stepgate-measure-\(UUID().uuidString).json"
+        let report = Mutex<String>("")
+        let watcher = Thread {
+            var pid: Int32 = 0
+            for _ in 0..<500 where pid == 0 {
+                usleep(20_000)
+                let entries = (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []
+                for entry in entries {
+                    guard let n = Int32(entry),
+                        let data = FileManager.default.contents(atPath: "/proc/\(entry)/cmdline")
+                    else { continue }
+                    let text = String(decoding: data.map { $0 == 0 ? 32 : $0 }, as: UTF8.self)
+                    if text.hasPrefix(Fixtures.stepgateExecutable.path) && text.contains(ledger) { pid = n }
+                }
+            }
+            func ticks() -> Double {
+                let stat = (try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8)) ?? ""
+                let fields = stat.split(separator: ")").last?.split(separator: " ") ?? []
+                return fields.count > 13 ? (Double(fields[11]) ?? 0) + (Double(fields[12]) ?? 0) : 0
+            }
+            Thread.sleep(forTimeInterval: 3)  // past start-up
+            let start = ticks()
+            let t0 = Date()
+            Thread.sleep(forTimeInterval: seconds - 4)
+            let used = (ticks() - start) / Double(sysconf(Int32(_SC_CLK_TCK)))
+            let wall = Date().timeIntervalSince(t0)
+            let status = (try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)) ?? ""
+            let hwm = status.split(separator: "\n").first { $0.hasPrefix("VmHWM") } ?? "?"
+            let rss = status.split(separator: "\n").first { $0.hasPrefix("VmRSS") } ?? "?"
+            report.withLock {
+                $0 = "CPU \(used) s in \(wall) s = \(100 * used / wall) % of one core; \(hwm); \(rss)"
+            }
+        }
+        watcher.start()
+        let run = try device.exec(
+            [Fixtures.stepgateExecutable.path, "run", "--json", "--ledger", ledger], timeout: Int(seconds))
+        feeder.wait(timeout: 5)
+        print("measurement: \(report.withLock { $0 })")
+        print("measurement: \(run.standardOutput.split(separator: "\n").last ?? "")")
+        #expect(run.status == 0)
     }
 }
