@@ -9,10 +9,12 @@ let package = Package(
         .library(name: "SensorInput", targets: ["SensorInput"]),
     ],
     targets: [
+        // libiio, the C library that reads Linux IIO devices (pkg-config "libiio").
+        .systemLibrary(name: "CLibIIO", pkgConfig: "libiio", providers: [.apt(["libiio-dev"])]),
         // Core: pure Swift, no Foundation, no C.
         .target(name: "StepDetection", linkerSettings: [.linkedLibrary("m")]),
-        // Readers: recorded CSV walks (and, later, IIO devices).
-        .target(name: "SensorInput", dependencies: ["StepDetection"]),
+        // Readers: recorded CSV walks and live IIO accelerometers through libiio.
+        .target(name: "SensorInput", dependencies: ["StepDetection", "CLibIIO"]),
         // Labelled recording sets, scoring, parameter search, reports.
         .target(name: "Tuning", dependencies: ["StepDetection", "SensorInput"]),
         // The shared unlock policy: pure engine, config, versioned state (Foundation only).
@@ -27,7 +29,7 @@ let package = Package(
             dependencies: ["StepDetection", "SensorInput", "Tuning", "UnlockPolicy", "Shields"]),
         .executableTarget(name: "stepgate", dependencies: ["StepGateCLI"]),
         // Test support: fakes and fixture loading, for test targets only.
-        .target(name: "StepGateTestSupport"),
+        .target(name: "StepGateTestSupport", dependencies: ["SensorInput", "StepDetection"]),
         // Tests
         .testTarget(name: "StepDetectionTests", dependencies: ["StepDetection", "StepGateTestSupport"]),
         .testTarget(name: "SensorInputTests", dependencies: ["SensorInput", "StepGateTestSupport"]),
@@ -39,7 +41,9 @@ let package = Package(
             dependencies: ["Tuning", "StepDetection", "SensorInput", "StepGateTestSupport"]),
         .testTarget(
             name: "StepGateCLITests",
-            dependencies: ["StepGateCLI", "StepGateTestSupport", "stepgate"]
+            dependencies: [
+                "StepGateCLI", "StepGateTestSupport", "stepgate", "SensorInput", "StepDetection", "Tuning",
+            ]
         ),
     ],
     swiftLanguageModes: [.v6]

@@ -3,7 +3,9 @@
 # Idempotent; needs root (or sudo) only when something is missing.
 set -euo pipefail
 
-packages=()  # Debian packages the build and the tests need (none yet beyond the Swift toolchain).
+# Debian packages the build and the tests need beyond the Swift toolchain: libiio (headers,
+# tools, iiod for the network tests), and unshare/nsenter/ip for the emulated IIO device.
+packages=(libiio-dev libiio-utils iiod pkg-config iproute2 util-linux)
 
 missing=()
 for p in "${packages[@]}"; do

@@ -59,6 +59,15 @@ public struct OptionSpec: Sendable {
     public var isRepeatable: Bool
     /// Whether the command cannot run without it (shown without brackets in the usage).
     public var isRequired = false
+    /// A one-letter alias (`-o`), if any.
+    public var shortName: Character? = nil
+
+    /// The same option, also accepted as `-<letter>`.
+    public func short(_ letter: Character) -> OptionSpec {
+        var copy = self
+        copy.shortName = letter
+        return copy
+    }
 
     /// An option that takes a value.
     public static func option(

@@ -29,10 +29,17 @@ public struct ParsedArguments: Sendable {
                 wantsHelp = true
                 continue
             }
-            guard argument.hasPrefix("--") else {
-                throw UsageError("unknown option '\(argument)'")
+            var name: String
+            if !argument.hasPrefix("--"), argument.count == 2,
+                let short = options.first(where: { $0.shortName == argument.last })
+            {
+                name = short.name
+            } else {
+                guard argument.hasPrefix("--") else {
+                    throw UsageError("unknown option '\(argument)'")
+                }
+                name = String(argument.dropFirst(2))
             }
-            var name = String(argument.dropFirst(2))
             var inlineValue: String?
             if let equals = name.firstIndex(of: "=") {
                 inlineValue = String(name[name.index(after: equals)...])

@@ -32,7 +32,8 @@ final class WakeUp: Sendable {
 
 /// Live statistics from the input task, for `status`.
 final class InputStatistics: Sendable {
-    let counts = Mutex<(samples: Int, steps: Int)>((0, 0))
+    /// Samples read and steps counted since start, and today's steps (from the ledger).
+    let counts = Mutex<(samples: Int, steps: Int, today: Int)>((0, 0, 0))
 }
 
 /// The live pipeline: input → detector → policy → shields, with the control socket.
@@ -357,6 +358,7 @@ final class Daemon {
         line.add("input", inputState)
         line.add("samples", counts.samples)
         line.add("stepsSinceStart", counts.steps)
+        line.add("stepsToday", counts.today)
         line.addRaw("stores", "[" + stores.joined(separator: ",") + "]")
         line.add("emergencyRemaining", status.emergencyRemaining)
         line.addRaw("problems", "[" + status.problems.map(JSONLine.quoted).joined(separator: ",") + "]")
@@ -444,14 +446,71 @@ final class Daemon {
                     continuation.yield(.inputEnded("\(error)"))
                 }
             }
-        case .device:
-            inputState = "no device input"
-            return Task {
-                continuation.yield(
-                    .inputEnded(
-                        "live IIO input is not available in this build; use \"input\": {\"replay\": …}"))
+        case .device(let name, let uri, let rate):
+            inputState = "IIO \(name ?? "accelerometer")\(uri.map { " at \($0)" } ?? "") at \(rate) Hz"
+            let ledgerPath = configuration.stateDirectory + "/steps.json"
+            let log = log
+            return Task.detached {
+                await Daemon.live(
+                    device: name, uri: uri, rate: rate, detector: detectorConfiguration,
+                    ledgerPath: ledgerPath,
+                    statistics: statistics, log: log, continuation)
             }
         }
+    }
+
+    /// Reads an IIO accelerometer until cancelled. Opening it is retried every 5 s (the sensor
+    /// may appear later; udev also starts the service on hotplug); once capturing, the source
+    /// reconnects by itself. Today's steps are kept in a ledger so a restart continues the day.
+    private static func live(
+        device: String?, uri: String?, rate: Double, detector configuration: DetectorConfiguration,
+        ledgerPath: String, statistics: InputStatistics, log: Logger,
+        _ continuation: AsyncStream<DaemonEvent>.Continuation
+    ) async {
+        var ledger = StepLedger(path: ledgerPath, warn: { log.warning($0) })
+        statistics.counts.withLock { $0.today = ledger.steps }
+        var reported: String?
+        while !Task.isCancelled {
+            do {
+                let source = try IIOAccelerometer(
+                    configuration: .init(uri: uri, device: device, rate: rate, log: { log.warning($0) }))
+                reported = nil
+                log.notice("reading \(source.name)")
+                var detector = StepDetector(configuration: configuration)
+                var samples = 0
+                var lastSave = ContinuousClock.now
+                for try await sample in source.samples() {
+                    let before = detector.count
+                    detector.process(sample) { _ in }
+                    samples += 1
+                    let new = detector.count - before
+                    if new > 0 {
+                        ledger.add(new)
+                        continuation.yield(.steps(new, total: detector.count))
+                    }
+                    if samples & 63 == 0 || new > 0 {
+                        statistics.counts.withLock { $0 = (samples, detector.count, ledger.steps) }
+                    }
+                    if new > 0 && ContinuousClock.now - lastSave > .seconds(10) {
+                        do { try ledger.save() } catch { log.warning("\(error)") }
+                        lastSave = .now
+                    }
+                }
+                try? ledger.save()
+                continuation.yield(.inputEnded("the accelerometer stream ended"))
+            } catch is CancellationError {
+                try? ledger.save()
+                return
+            } catch {
+                let message = "\(error)"
+                if message != reported {
+                    log.error("input: \(message); retrying every 5 s")
+                    reported = message
+                }
+            }
+            try? await Task.sleep(for: .seconds(5))
+        }
+        try? ledger.save()
     }
 
     /// Replays a recording paced to the wall clock (`speed` times real time).
@@ -482,10 +541,12 @@ final class Daemon {
             detector.process(sample) { _ in }
             pending += detector.count - before
             samples += 1
-            if samples & 255 == 0 { statistics.counts.withLock { $0 = (samples, detector.count) } }
+            if samples & 255 == 0 {
+                statistics.counts.withLock { $0 = (samples, detector.count, detector.count) }
+            }
         }
         if pending > 0 { continuation.yield(.steps(pending, total: detector.count)) }
-        statistics.counts.withLock { $0 = (samples, detector.count) }
+        statistics.counts.withLock { $0 = (samples, detector.count, detector.count) }
     }
 }
 

@@ -1,0 +1,84 @@
+import Foundation
+import UnlockPolicy
+
+/// Today's step count on disk, so a restart or a device gap never loses the day's steps:
+/// `{"version":1,"day":"2026-11-29","steps":1234}` (the local calendar day), written
+/// atomically (temporary file, `fsync`, `rename`).
+struct StepLedger {
+    static let currentVersion = 1
+    let path: String
+    private(set) var day: String
+    private(set) var steps: Int
+
+    /// The default location: `$STATE_DIRECTORY` (systemd), else `$XDG_STATE_HOME/stepgate`,
+    /// else `~/.local/state/stepgate`, file `steps.json`.
+    static var defaultPath: String {
+        let environment = ProcessInfo.processInfo.environment
+        if let state = environment["STATE_DIRECTORY"], !state.isEmpty {
+            return state.split(separator: ":").first.map { "\($0)/steps.json" } ?? "\(state)/steps.json"
+        }
+        let base =
+            environment["XDG_STATE_HOME"].flatMap { $0.isEmpty ? nil : $0 }
+            ?? NSHomeDirectory() + "/.local/state"
+        return base + "/stepgate/steps.json"
+    }
+
+    static func today(_ date: Date = Date()) -> String {
+        let c = Calendar.current.dateComponents([.year, .month, .day], from: date)
+        func two(_ n: Int?) -> String { n.map { $0 < 10 ? "0\($0)" : "\($0)" } ?? "00" }
+        return "\(c.year ?? 0)-\(two(c.month))-\(two(c.day))"
+    }
+
+    /// Loads the ledger; a missing file, another day, or an unreadable file (reported
+    /// through `warn`) starts at 0.
+    init(path: String, now: Date = Date(), warn: (String) -> Void) {
+        self.path = path
+        day = StepLedger.today(now)
+        steps = 0
+        guard let data = FileManager.default.contents(atPath: path) else { return }
+        guard
+            let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any],
+            let version = object["version"] as? Int, let fileDay = object["day"] as? String,
+            let fileSteps = object["steps"] as? Int, fileSteps >= 0
+        else {
+            warn("\(path): not a StepGate step ledger; starting today's count at 0")
+            return
+        }
+        guard version <= StepLedger.currentVersion else {
+            warn("\(path): ledger version \(version) is newer than this StepGate; starting at 0")
+            return
+        }
+        if fileDay == day { steps = fileSteps }
+    }
+
+    /// Adds steps, starting a new day's count when the date changed.
+    mutating func add(_ count: Int, now: Date = Date()) {
+        let current = StepLedger.today(now)
+        if current != day {
+            day = current
+            steps = 0
+        }
+        steps += count
+    }
+
+    /// Writes the ledger atomically.
+    func save() throws {
+        let directory = (path as NSString).deletingLastPathComponent
+        if !directory.isEmpty {
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        }
+        let text = "{\"version\":\(StepLedger.currentVersion),\"day\":\"\(day)\",\"steps\":\(steps)}\n"
+        do {
+            try DurableFile.writeAtomically(Array(text.utf8), to: path, mode: 0o644)
+        } catch {
+            throw LedgerError(path: path, reason: error.description)
+        }
+    }
+}
+
+/// The ledger could not be written.
+struct LedgerError: Error, CustomStringConvertible {
+    var path: String
+    var reason: String
+    var description: String { "\(path): cannot save the step ledger: \(reason)" }
+}
