@@ -26,9 +26,9 @@ struct Status: Command {
             print(String(decoding: data, as: UTF8.self))
             return
         }
-        print(
-            "input: \(answer["input"] as? String ?? "?"), \(answer["stepsSinceStart"] as? Int ?? 0) steps since start"
-        )
+        let today = answer["stepsToday"] as? Int ?? 0
+        let sinceStart = answer["stepsSinceStart"] as? Int ?? 0
+        print("input: \(answer["input"] as? String ?? "?"), \(today) steps today (\(sinceStart) since start)")
         for store in (answer["stores"] as? [[String: Any]]) ?? [] {
             let name = store["name"] as? String ?? "?"
             var line = "\(name): " + ((store["shielded"] as? Bool) == true ? "shielded" : "open")
