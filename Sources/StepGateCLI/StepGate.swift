@@ -7,7 +7,7 @@ public enum StepGate {
 
     /// Every subcommand, in the order help lists them.
     static let commands: [any Command.Type] = [
-        Replay.self, Eval.self, Simulate.self, Config.self, Bench.self,
+        Replay.self, Eval.self, Tune.self, Plot.self, Simulate.self, Config.self, Bench.self,
     ]
 
     /// Runs `stepgate` with the process's arguments and exits.

@@ -1,0 +1,187 @@
+public import StepDetection
+
+/// Latin-hypercube samples of the unit cube: `count` points in `dimensions` dimensions, each
+/// dimension's `count` equal strata holding exactly one point.
+public func latinHypercube(count: Int, dimensions: Int, random: inout SplitMix64) -> [[Double]] {
+    guard count > 0 else { return [] }
+    var points = [[Double]](repeating: [Double](repeating: 0, count: dimensions), count: count)
+    for d in 0..<dimensions {
+        var strata = Array(0..<count)
+        shuffle(&strata, &random)
+        for i in 0..<count {
+            points[i][d] = (Double(strata[i]) + random.nextUnit()) / Double(count)
+        }
+    }
+    return points
+}
+
+/// Fisher–Yates with our own generator, so a seed gives the same order on every platform.
+func shuffle<T>(_ values: inout [T], _ random: inout SplitMix64) {
+    guard values.count > 1 else { return }
+    for i in stride(from: values.count - 1, to: 0, by: -1) {
+        let j = Int(random.next() % UInt64(i + 1))
+        values.swapAt(i, j)
+    }
+}
+
+/// How far a search has come, for progress bars.
+public struct SearchProgress: Sendable {
+    public var evaluations: Int
+    public var budget: Int
+    public var best: Double
+}
+
+/// What a search found.
+public struct SearchResult: Sendable {
+    /// The best configuration and its evaluation (the starting configuration when nothing beat it).
+    public var best: Evaluator.Evaluated
+    public var bestObjective: Double
+    /// The starting configuration's evaluation.
+    public var start: Evaluator.Evaluated
+    public var startObjective: Double
+    /// The objective of every evaluation, in order.
+    public var objectives: [Double]
+    /// Whether the search stopped early (interrupted or out of time) rather than finishing.
+    public var interrupted: Bool
+    /// Why the search ended, for reports.
+    public var ending: String
+
+    public var evaluations: Int { objectives.count }
+}
+
+/// The search: the starting configuration, then a Latin-hypercube design, then coordinate
+/// refinement (a compass / pattern search) from the best point.
+///
+/// Why this and not Nelder–Mead or CMA-ES: step counts are integers, so the objective is
+/// piecewise constant with plateaus and small jumps; simplex methods stall on plateaus and
+/// need sequential evaluations, while a compass search makes `2 × dimensions` independent
+/// proposals per round — one parallel batch — and only needs to compare values. The Latin
+/// hypercube covers every parameter's range evenly first, so the refinement starts in the
+/// right basin rather than at the starting configuration's.
+///
+/// Determinism: the design and the proposals depend only on the seed and on earlier results;
+/// every batch is evaluated completely and reduced in order (ties go to the earlier proposal),
+/// so a seed gives the same result with any number of jobs. Only `shouldStop` (Ctrl-C, a time
+/// limit) can end a search at a point that depends on speed.
+public struct Tuner: Sendable {
+    public var space: ParameterSpace
+    public var start: DetectorConfiguration
+    public var objective: Objective
+    public var evaluator: Evaluator
+    /// Share of the budget spent on the Latin-hypercube design.
+    public var designShare = 0.4
+    /// Proposals evaluated between checks of `shouldStop`.
+    public var batchSize = 16
+
+    public init(
+        space: ParameterSpace, start: DetectorConfiguration, objective: Objective, evaluator: Evaluator
+    ) {
+        self.space = space
+        self.start = start
+        self.objective = objective
+        self.evaluator = evaluator
+    }
+
+    /// Searches on the recordings `subset` with at most `budget` evaluations.
+    public func search(
+        on subset: [Int], budget: Int, seed: UInt64,
+        shouldStop: @Sendable () -> Bool = { false },
+        progress: (SearchProgress) -> Void = { _ in }
+    ) async -> SearchResult {
+        let budget = max(1, budget)
+        var random = SplitMix64(seed: seed)
+        var objectives: [Double] = []
+        var seen: [DetectorConfiguration: Double] = [:]
+        let first = await evaluator.evaluate([start], on: subset)[0]
+        let startObjective = objective.value(first.summary)
+        objectives.append(startObjective)
+        seen[start] = startObjective
+        var best = first
+        var bestObjective = startObjective
+        var bestPoint = space.point(of: start)
+        progress(SearchProgress(evaluations: 1, budget: budget, best: bestObjective))
+        var interrupted = false
+
+        /// Evaluates the new configurations among `points` (in order, within the budget);
+        /// returns the best improving point, if any.
+        func run(_ points: [[Double]]) async -> (point: [Double], objective: Double)? {
+            var candidates: [(point: [Double], configuration: DetectorConfiguration)] = []
+            for point in points {
+                let configuration = space.configuration(at: point, base: start)
+                guard seen[configuration] == nil, (try? configuration.validate()) != nil else { continue }
+                guard objectives.count + candidates.count < budget else { break }
+                if candidates.contains(where: { $0.configuration == configuration }) { continue }
+                candidates.append((point, configuration))
+            }
+            guard !candidates.isEmpty else { return nil }
+            let evaluated = await evaluator.evaluate(candidates.map(\.configuration), on: subset)
+            var improved: (point: [Double], objective: Double)?
+            for (candidate, result) in zip(candidates, evaluated) {
+                let value = objective.value(result.summary)
+                objectives.append(value)
+                seen[candidate.configuration] = value
+                if value < bestObjective - 1e-12 {
+                    bestObjective = value
+                    best = result
+                    bestPoint = candidate.point
+                    improved = (candidate.point, value)
+                }
+            }
+            progress(SearchProgress(evaluations: objectives.count, budget: budget, best: bestObjective))
+            return improved
+        }
+
+        // 1. Latin-hypercube design.
+        let designCount = max(0, min(budget - 1, Int((Double(budget) * designShare).rounded())))
+        let design = latinHypercube(count: designCount, dimensions: space.count, random: &random)
+        var offset = 0
+        while offset < design.count && objectives.count < budget {
+            if shouldStop() {
+                interrupted = true
+                break
+            }
+            _ = await run(Array(design[offset..<min(design.count, offset + batchSize)]))
+            offset += batchSize
+        }
+
+        // 2. Coordinate refinement from the best point: try ± step along every parameter; move
+        // to the best improvement, else halve the step.
+        var step = 0.25
+        let smallest = 1.0 / 64
+        var ending = "budget used"
+        while !interrupted && objectives.count < budget {
+            if shouldStop() {
+                interrupted = true
+                break
+            }
+            guard step >= smallest else {
+                ending = "converged (step below 1/64 of every range)"
+                break
+            }
+            var proposals: [[Double]] = []
+            for (d, bounds) in space.parameters.enumerated() {
+                // Integer parameters move by at least one.
+                let unitStep =
+                    bounds.isInteger && bounds.maximum > bounds.minimum
+                    ? max(step, 1 / (bounds.maximum - bounds.minimum)) : step
+                for sign in [1.0, -1.0] {
+                    var point = bestPoint
+                    point[d] = min(1, max(0, point[d] + sign * unitStep))
+                    if point[d] != bestPoint[d] { proposals.append(point) }
+                }
+            }
+            let before = objectives.count
+            if await run(proposals) == nil {
+                step /= 2
+                if objectives.count == before && step < smallest {
+                    ending = "converged (step below 1/64 of every range)"
+                    break
+                }
+            }
+        }
+        if interrupted { ending = "stopped early" }
+        return SearchResult(
+            best: best, bestObjective: bestObjective, start: first, startObjective: startObjective,
+            objectives: objectives, interrupted: interrupted, ending: ending)
+    }
+}
