@@ -102,9 +102,9 @@ public struct Tuner: Sendable {
         progress(SearchProgress(evaluations: 1, budget: budget, best: bestObjective))
         var interrupted = false
 
-        /// Evaluates the new configurations among `points` (in order, within the budget);
-        /// returns the best improving point, if any.
-        func run(_ points: [[Double]]) async -> (point: [Double], objective: Double)? {
+        /// Evaluates the new configurations among `points` (in order, within the budget) and
+        /// returns them with their objectives; keeps the best so far.
+        func run(_ points: [[Double]]) async -> [(point: [Double], objective: Double)] {
             var candidates: [(point: [Double], configuration: DetectorConfiguration)] = []
             for point in points {
                 let configuration = space.configuration(at: point, base: start)
@@ -113,25 +113,26 @@ public struct Tuner: Sendable {
                 if candidates.contains(where: { $0.configuration == configuration }) { continue }
                 candidates.append((point, configuration))
             }
-            guard !candidates.isEmpty else { return nil }
+            guard !candidates.isEmpty else { return [] }
             let evaluated = await evaluator.evaluate(candidates.map(\.configuration), on: subset)
-            var improved: (point: [Double], objective: Double)?
+            var out: [(point: [Double], objective: Double)] = []
             for (candidate, result) in zip(candidates, evaluated) {
                 let value = objective.value(result.summary)
                 objectives.append(value)
                 seen[candidate.configuration] = value
+                out.append((candidate.point, value))
                 if value < bestObjective - 1e-12 {
                     bestObjective = value
                     best = result
                     bestPoint = candidate.point
-                    improved = (candidate.point, value)
                 }
             }
             progress(SearchProgress(evaluations: objectives.count, budget: budget, best: bestObjective))
-            return improved
+            return out
         }
 
         // 1. Latin-hypercube design.
+        var starts: [(point: [Double], objective: Double)] = [(bestPoint, startObjective)]
         let designCount = max(0, min(budget - 1, Int((Double(budget) * designShare).rounded())))
         let design = latinHypercube(count: designCount, dimensions: space.count, random: &random)
         var offset = 0
@@ -140,44 +141,61 @@ public struct Tuner: Sendable {
                 interrupted = true
                 break
             }
-            _ = await run(Array(design[offset..<min(design.count, offset + batchSize)]))
+            starts += await run(Array(design[offset..<min(design.count, offset + batchSize)]))
             offset += batchSize
         }
 
-        // 2. Coordinate refinement from the best point: try ± step along every parameter; move
-        // to the best improvement, else halve the step.
-        var step = 0.25
+        // 2. Coordinate refinement: from the best design point, try ± step along every
+        // parameter, move to the best improvement, else halve the step; when the step is below
+        // 1/64 of every range, start again from the next-best design point (multi-start), so the
+        // whole budget is used and a second basin gets its chance.
+        let order = starts.indices.sorted { (starts[$0].objective, $0) < (starts[$1].objective, $1) }
         let smallest = 1.0 / 64
         var ending = "budget used"
-        while !interrupted && objectives.count < budget {
-            if shouldStop() {
-                interrupted = true
+        var nextStart = 0
+        var refinements = 0
+        search: while !interrupted && objectives.count < budget {
+            guard nextStart < order.count else {
+                ending = "converged from every start"
                 break
             }
-            guard step >= smallest else {
-                ending = "converged (step below 1/64 of every range)"
-                break
-            }
-            var proposals: [[Double]] = []
-            for (d, bounds) in space.parameters.enumerated() {
-                // Integer parameters move by at least one.
-                let unitStep =
-                    bounds.isInteger && bounds.maximum > bounds.minimum
-                    ? max(step, 1 / (bounds.maximum - bounds.minimum)) : step
-                for sign in [1.0, -1.0] {
-                    var point = bestPoint
-                    point[d] = min(1, max(0, point[d] + sign * unitStep))
-                    if point[d] != bestPoint[d] { proposals.append(point) }
+            var center = starts[order[nextStart]]
+            nextStart += 1
+            refinements += 1
+            var step = 0.25
+            while step >= smallest {
+                if shouldStop() {
+                    interrupted = true
+                    break search
+                }
+                if objectives.count >= budget { break search }
+                var proposals: [[Double]] = []
+                for (d, bounds) in space.parameters.enumerated() {
+                    // Integer parameters move by at least one.
+                    let unitStep =
+                        bounds.isInteger && bounds.maximum > bounds.minimum
+                        ? max(step, 1 / (bounds.maximum - bounds.minimum)) : step
+                    for sign in [1.0, -1.0] {
+                        var point = center.point
+                        point[d] = min(1, max(0, point[d] + sign * unitStep))
+                        if point[d] != center.point[d] { proposals.append(point) }
+                    }
+                }
+                let results = await run(proposals)
+                // The best proposal; ties go to the earlier one.
+                var move: (point: [Double], objective: Double)?
+                for r in results where r.objective < (move?.objective ?? center.objective) - 1e-12 {
+                    move = r
+                }
+                if let move {
+                    center = move
+                } else {
+                    step /= 2
                 }
             }
-            let before = objectives.count
-            if await run(proposals) == nil {
-                step /= 2
-                if objectives.count == before && step < smallest {
-                    ending = "converged (step below 1/64 of every range)"
-                    break
-                }
-            }
+        }
+        if refinements > 1 && ending == "budget used" {
+            ending = "budget used, \(refinements) refinement starts"
         }
         if interrupted { ending = "stopped early" }
         return SearchResult(

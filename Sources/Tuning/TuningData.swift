@@ -53,7 +53,9 @@ public enum StepTruth {
         var times: [Int64] = []
         var previous: (Bool, Bool)?
         var number = 0
-        for line in text.split(separator: "\n", omittingEmptySubsequences: false) {
+        for line in text.split(
+            omittingEmptySubsequences: false, whereSeparator: { $0 == "\n" || $0 == "\r\n" })
+        {
             number += 1
             let trimmed = line.hasSuffix("\r") ? line.dropLast() : line
             if trimmed.isEmpty { continue }

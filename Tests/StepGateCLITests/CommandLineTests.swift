@@ -22,7 +22,7 @@ struct CommandLineTests {
         let help = try stepgate("--help")
         #expect(help.status == 0)
         #expect(help.standardOutput.contains("USAGE: stepgate <subcommand>"))
-        for name in ["replay", "eval", "simulate", "config", "bench"] {
+        for name in ["replay", "eval", "tune", "plot", "simulate", "config", "bench"] {
             #expect(help.standardOutput.contains("  \(name) "))
             let sub = try stepgate(name, "--help")
             #expect(sub.status == 0)

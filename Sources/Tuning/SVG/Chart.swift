@@ -19,6 +19,7 @@ public struct Chart: Sendable {
         case dot(String)
         case tick(String)
         case triangle(String)
+        case none
     }
 
     public init(
@@ -59,7 +60,7 @@ public struct Chart: Sendable {
     /// Grid, axes, tick labels and axis titles. `xTicks: false` leaves the x axis unlabelled
     /// (bar charts label categories themselves).
     public mutating func axes(xTitle: String, yTitle: String, xTicks: Bool = true) {
-        let yStep = niceStep((yRange.upperBound - yRange.lowerBound) / 5)
+        let yStep = niceTickStep(low: yRange.lowerBound, high: yRange.upperBound, count: 6)
         for value in niceTicks(low: yRange.lowerBound, high: yRange.upperBound, count: 6) {
             let py = y(value)
             svg.line(x1: plotLeft, y1: py, x2: plotRight, y2: py, stroke: "#e3e3e3")
@@ -68,7 +69,7 @@ public struct Chart: Sendable {
                 fill: "#444")
         }
         if xTicks {
-            let xStep = niceStep((xRange.upperBound - xRange.lowerBound) / 7)
+            let xStep = niceTickStep(low: xRange.lowerBound, high: xRange.upperBound, count: 8)
             for value in niceTicks(low: xRange.lowerBound, high: xRange.upperBound, count: 8) {
                 let px = x(value)
                 svg.line(x1: px, y1: plotTop, x2: px, y2: plotBottom, stroke: "#f0f0f0")
@@ -103,8 +104,11 @@ public struct Chart: Sendable {
                 svg.line(x1: px + 13, y1: py - 12, x2: px + 13, y2: py + 3, stroke: color, width: 2)
             case .triangle(let color):
                 svg.polygon([(px + 7, py - 10), (px + 19, py - 10), (px + 13, py + 1)], fill: color)
+            case .none:
+                px -= 32
             }
-            svg.text(entry.label, x: px + 32, y: py, size: 13)
+            svg.text(
+                entry.label, x: px + 32, y: py, size: 13, fill: entry.label.hasPrefix("(") ? "#666" : "#222")
             px += 32 + Double(entry.label.count) * 7.4 + 26
         }
     }
@@ -140,6 +144,7 @@ public enum Charts {
         chart.legend([
             ("each configuration", .dot("#8fb3e8")), ("best so far", .line(blue)),
             ("starting configuration", .dashed(grey)),
+            ("(worse values drawn at the top edge)", .none),
         ])
         chart.svg.line(
             x1: chart.plotLeft, y1: chart.y(start), x2: chart.plotRight, y2: chart.y(start), stroke: grey,
@@ -190,6 +195,12 @@ public enum Charts {
         var entries: [(label: String, swatch: Chart.Swatch)] = series.map { ($0.label, .box($0.color)) }
         if let target { entries.append(("target \(trim(target)) %", .dashed(red))) }
         chart.legend(entries)
+        if let target {
+            chart.svg.line(
+                x1: chart.plotLeft, y1: chart.y(target), x2: chart.plotRight, y2: chart.y(target),
+                stroke: red,
+                width: 1.5, dash: "6 4")
+        }
         let groupWidth = chart.x(1) - chart.x(0)
         let barWidth = min(44, groupWidth * 0.8 / Double(max(1, series.count)))
         for (p, name) in placements.enumerated() {
@@ -205,7 +216,7 @@ public enum Charts {
                 chart.svg.text(
                     fixed(value, 1), x: left + barWidth / 2, y: chart.y(value) - 4,
                     size: barWidth < 26 ? 10 : 11,
-                    anchor: .middle, fill: "#333")
+                    anchor: .middle, fill: "#333", halo: true)
             }
             chart.svg.text(name, x: center, y: chart.plotBottom + 20, size: 13, anchor: .middle)
         }
@@ -222,23 +233,21 @@ public enum Charts {
     /// periods shaded, detected steps and true steps as marker rows.
     public static func signal(_ trace: SignalTrace, title: String) -> String {
         let times = trace.times
-        let t0 = times.first ?? 0
-        let t1 = max(times.last ?? 1, t0 + 0.1)
+        let t0 = trace.window?.lowerBound ?? times.first ?? 0
+        let t1 = max(trace.window?.upperBound ?? times.last ?? 1, t0 + 0.1)
         let values = trace.filtered + trace.threshold
         let low = values.min() ?? -0.1
         let high = values.max() ?? 0.1
         let span = max(high - low, 0.02)
-        // Room above the signal for the two marker rows.
         var chart = Chart(
-            width: 1200, height: 560, title: title, xRange: t0...t1,
-            yRange: (low - span * 0.04)...(high + span * 0.3))
-        chart.axes(xTitle: "time (s)", yTitle: "filtered |a| (g)")
+            width: 1200, height: 600, title: title, xRange: t0...t1,
+            yRange: (low - span * 0.04)...(high + span * 0.04), margins: (86, 136, 24, 62))
         var entries: [(label: String, swatch: Chart.Swatch)] = [
             ("filtered signal", .line(blue)), ("required peak prominence (adaptive)", .dashed(orange)),
             ("detected steps (\(trace.detected.count))", .triangle(green)),
         ]
         if let truth = trace.truth { entries.append(("true steps (\(truth.count))", .tick("#222"))) }
-        entries.append(("walking (gate)", .box("#dff3e3")))
+        entries.append(("walking (cadence gate)", .box("#dff3e3")))
         chart.legend(entries)
         for span in trace.walking {
             let a = chart.x(max(t0, span.lowerBound))
@@ -247,19 +256,20 @@ public enum Charts {
                 x: a, y: chart.plotTop, width: b - a, height: chart.plotBottom - chart.plotTop,
                 fill: "#dff3e3")
         }
+        chart.axes(xTitle: "time (s)", yTitle: "filtered |a| (g)")
         chart.svg.line(
-            x1: chart.plotLeft, y1: chart.y(0), x2: chart.plotRight, y2: chart.y(0), stroke: "#bbb")
+            x1: chart.plotLeft, y1: chart.y(0), x2: chart.plotRight, y2: chart.y(0), stroke: "#999")
         chart.svg.polyline(
             zip(times, trace.filtered).map { (chart.x($0), chart.y($1)) }, stroke: blue, width: 1.4)
         chart.svg.polyline(
             zip(times, trace.threshold).map { (chart.x($0), chart.y($1)) }, stroke: orange, width: 1.6,
             dash: "6 4")
-        // Marker rows at the top of the plot.
-        let truthRow = chart.plotTop + 14
-        let detectedRow = chart.plotTop + 36
+        // Marker rows between the legend and the plot, labelled in the left margin.
+        let truthRow = chart.plotTop - 36
+        let detectedRow = chart.plotTop - 14
         if let truth = trace.truth {
             chart.svg.text(
-                "true", x: chart.plotRight - 4, y: truthRow - 8, size: 11, anchor: .end, fill: "#222")
+                "true", x: chart.plotLeft - 8, y: truthRow + 4, size: 12, anchor: .end, fill: "#222")
             for t in truth where t >= t0 && t <= t1 {
                 chart.svg.line(
                     x1: chart.x(t), y1: truthRow - 7, x2: chart.x(t), y2: truthRow + 7, stroke: "#222",
@@ -267,7 +277,7 @@ public enum Charts {
             }
         }
         chart.svg.text(
-            "detected", x: chart.plotRight - 4, y: detectedRow - 10, size: 11, anchor: .end, fill: green)
+            "detected", x: chart.plotLeft - 8, y: detectedRow + 4, size: 12, anchor: .end, fill: green)
         for t in trace.detected where t >= t0 && t <= t1 {
             let px = chart.x(t)
             chart.svg.polygon(
@@ -287,6 +297,8 @@ public struct SignalTrace: Sendable {
     public var truth: [Double]?
     /// Periods in which the cadence gate was walking.
     public var walking: [ClosedRange<Double>] = []
+    /// The time window shown, in seconds.
+    public var window: ClosedRange<Double>?
 
     public init() {}
 }
@@ -328,6 +340,8 @@ extension SignalTrace {
             trace.walking.append(start...seconds(last.timestamp))
         }
         trace.detected = trace.detected.filter { $0 >= from && $0 <= to }
+        let end = samples.last.map { seconds($0.timestamp) } ?? 0
+        if from < min(to, end) { trace.window = from...min(to, end) }
         trace.truth = truth.map { $0.map(seconds).filter { $0 >= from && $0 <= to } }
         return trace
     }

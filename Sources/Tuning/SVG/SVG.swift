@@ -74,13 +74,17 @@ public struct SVGDocument: Sendable, Hashable {
     /// Text.
     public mutating func text(
         _ string: String, x: Double, y: Double, size: Double = 13, anchor: Anchor = .start,
-        weight: String? = nil, fill: String = "#222", rotate: Double? = nil
+        weight: String? = nil, fill: String = "#222", rotate: Double? = nil, halo: Bool = false
     ) {
         var s =
             "<text x=\"\(n(x))\" y=\"\(n(y))\" font-size=\"\(n(size))\" text-anchor=\"\(anchor.rawValue)\""
         s += " fill=\"\(escape(fill))\""
         if let weight { s += " font-weight=\"\(escape(weight))\"" }
         if let rotate { s += " transform=\"rotate(\(n(rotate)) \(n(x)) \(n(y)))\"" }
+        // A white outline under the glyphs keeps a label readable over lines and dots.
+        if halo {
+            s += " stroke=\"white\" stroke-width=\"3\" paint-order=\"stroke\" stroke-linejoin=\"round\""
+        }
         body.append(s + ">\(escape(string))</text>")
     }
 
@@ -128,22 +132,37 @@ func escape(_ text: String) -> String {
     return out
 }
 
-/// "Nice" axis ticks: steps of 1, 2 or 5 × 10ⁿ covering `low...high` with about `count` ticks.
+/// "Nice" axis ticks: multiples of a step of 1, 2, 2.5 or 5 × 10ⁿ inside `low...high`, the
+/// step chosen to give the number of ticks closest to `count`.
 public func niceTicks(low: Double, high: Double, count: Int = 6) -> [Double] {
     guard low.isFinite, high.isFinite else { return [] }
-    var (a, b) = (min(low, high), max(low, high))
-    if a == b {
-        a -= 1
-        b += 1
-    }
-    let step = niceStep((b - a) / Double(max(1, count - 1)))
-    let first = (a / step).rounded(.up)
-    let last = (b / step).rounded(.down)
+    let (a, b) = low == high ? (low - 1, high + 1) : (min(low, high), max(low, high))
+    let step = niceTickStep(low: a, high: b, count: count)
+    let first = (a / step - 1e-9).rounded(.up)
+    let last = (b / step + 1e-9).rounded(.down)
     guard last >= first, last - first < 1000 else { return [a, b] }
     return stride(from: first, through: last, by: 1).map { value in
         let v = value * step
         return abs(v) < step * 1e-9 ? 0 : v
     }
+}
+
+/// The step ``niceTicks(low:high:count:)`` uses.
+public func niceTickStep(low: Double, high: Double, count: Int = 6) -> Double {
+    let span = abs(high - low)
+    guard span > 0, span.isFinite else { return 1 }
+    let base = niceStep(span / Double(max(1, count - 1)))
+    var best = base
+    var bestMiss = Int.max
+    for step in [base / 2.5, base / 2, base, base * 2, base * 2.5].map({ niceStep($0 * (1 - 1e-9)) }) {
+        let ticks = Int((high / step + 1e-9).rounded(.down) - (low / step - 1e-9).rounded(.up)) + 1
+        let miss = abs(ticks - count)
+        if miss < bestMiss || (miss == bestMiss && step > best) {
+            best = step
+            bestMiss = miss
+        }
+    }
+    return best
 }
 
 /// The nice step (1, 2, 2.5 or 5 × 10ⁿ) at or above `raw`.
