@@ -57,6 +57,8 @@ public struct OptionSpec: Sendable {
     public var help: String
     /// Whether the option may be given more than once.
     public var isRepeatable: Bool
+    /// A one-letter alias (`o` for `-o`), if any.
+    public var shortName: Character? = nil
 
     /// An option that takes a value.
     public static func option(_ name: String, _ valueName: String, help: String, repeatable: Bool = false)
@@ -70,7 +72,17 @@ public struct OptionSpec: Sendable {
         OptionSpec(name: name, valueName: nil, help: help, isRepeatable: false)
     }
 
+    /// The same option with a one-letter alias.
+    public func short(_ letter: Character) -> OptionSpec {
+        var spec = self
+        spec.shortName = letter
+        return spec
+    }
+
     var synopsis: String { valueName.map { "--\(name) <\($0)>" } ?? "--\(name)" }
+
+    /// As help lists it: `-o, --output <file>`.
+    var helpSynopsis: String { shortName.map { "-\($0), " + synopsis } ?? synopsis }
 }
 
 /// A mistake in how the command was called: printed with the usage, exit status 64.

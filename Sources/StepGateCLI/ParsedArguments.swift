@@ -29,10 +29,14 @@ public struct ParsedArguments: Sendable {
                 wantsHelp = true
                 continue
             }
-            guard argument.hasPrefix("--") else {
-                throw UsageError("unknown option '\(argument)'")
-            }
             var name = String(argument.dropFirst(2))
+            if !argument.hasPrefix("--") {
+                guard argument.count == 2, let spec = options.first(where: { $0.shortName == argument.last })
+                else {
+                    throw UsageError("unknown option '\(argument)'")
+                }
+                name = spec.name
+            }
             var inlineValue: String?
             if let equals = name.firstIndex(of: "=") {
                 inlineValue = String(name[name.index(after: equals)...])

@@ -127,7 +127,7 @@ public enum StepGate {
             for argument in c.arguments { text += row(argument.name, argument.help) }
         }
         text += "\nOPTIONS:\n"
-        for option in c.options { text += row(option.synopsis, option.help) }
+        for option in c.options { text += row(option.helpSynopsis, option.help) }
         text += row("-h, --help", "Show help information.")
         return text
     }

@@ -103,7 +103,7 @@ struct TuneCommandTests {
         let result = try stepgate([
             "plot", Fixtures.samples.appendingPathComponent("walk-wrist-100.csv").path, "--from", "10",
             "--to", "40",
-            "--output", output,
+            "-o", output,
         ])
         #expect(result.status == 0, "\(result.standardError)")
         #expect(result.standardOutput.hasPrefix("wrote \(output): "))

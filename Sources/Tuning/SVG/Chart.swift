@@ -155,8 +155,8 @@ public enum Charts {
             chart.svg.line(
                 x1: px, y1: chart.plotTop, x2: px, y2: chart.plotBottom, stroke: "#bbb", dash: "2 3")
             chart.svg.text(
-                "Latin hypercube", x: px - 6, y: chart.plotTop + 16, size: 12, anchor: .end, fill: "#666")
-            chart.svg.text("refinement", x: px + 6, y: chart.plotTop + 16, size: 12, fill: "#666")
+                "Latin hypercube", x: px - 6, y: chart.plotTop - 9, size: 12, anchor: .end, fill: "#666")
+            chart.svg.text("refinement", x: px + 6, y: chart.plotTop - 9, size: 12, fill: "#666")
         }
         var best = Double.infinity
         var line: [(x: Double, y: Double)] = []
@@ -174,7 +174,7 @@ public enum Charts {
             chart.svg.text(
                 "best \(fixed(best, 3))", x: chart.plotRight - 4, y: chart.y(best) - 8, size: 13,
                 anchor: .end,
-                weight: "bold", fill: blue)
+                weight: "bold", fill: blue, halo: true)
         }
         return chart.render()
     }
@@ -219,12 +219,6 @@ public enum Charts {
                     anchor: .middle, fill: "#333", halo: true)
             }
             chart.svg.text(name, x: center, y: chart.plotBottom + 20, size: 13, anchor: .middle)
-        }
-        if let target {
-            chart.svg.line(
-                x1: chart.plotLeft, y1: chart.y(target), x2: chart.plotRight, y2: chart.y(target),
-                stroke: red,
-                width: 1.5, dash: "6 4")
         }
         return chart.render()
     }
@@ -278,11 +272,15 @@ public enum Charts {
         }
         chart.svg.text(
             "detected", x: chart.plotLeft - 8, y: detectedRow + 4, size: 12, anchor: .end, fill: green)
-        for t in trace.detected where t >= t0 && t <= t1 {
+        // Narrower triangles when steps are dense, so each stays distinct.
+        let shown = trace.detected.filter { $0 >= t0 && $0 <= t1 }
+        let spacing = (chart.plotRight - chart.plotLeft) / Double(max(1, shown.count))
+        let half = max(1.5, min(4.5, spacing * 0.4))
+        for t in shown {
             let px = chart.x(t)
             chart.svg.polygon(
-                [(px - 4.5, detectedRow - 6), (px + 4.5, detectedRow - 6), (px, detectedRow + 4)], fill: green
-            )
+                [(px - half, detectedRow - 6), (px + half, detectedRow - 6), (px, detectedRow + 4)],
+                fill: green)
         }
         return chart.render()
     }
