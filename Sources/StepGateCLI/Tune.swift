@@ -8,7 +8,7 @@ import Tuning
 struct Tune: Command {
     static let configuration = CommandConfiguration(
         commandName: "tune",
-        abstract: "Search detector parameters on labelled recordings, with cross-validated figures.",
+        abstract: "Tune detector parameters on labelled recordings, with cross-validation.",
         discussion: """
             Each argument is a manifest CSV, a folder whose file names carry the true count, or a \
             folder of Oxford-style recordings (accelerometer.csv with stepcounter.csv beside it). \
