@@ -33,6 +33,7 @@ struct Tune: Command {
             .option("folds", "k", help: "Cross-validation folds by recording (default 5; 0: none)."),
             .option("cv-budget", "n", help: "Evaluations per cross-validation fold (default budget / k)."),
             .flag("no-placement-cv", help: "Skip leave-one-placement-out cross-validation."),
+            .flag("no-robust", help: "Keep the single best value instead of the best neighbourhood."),
             .option(
                 "false-step-weight", "w", help: "Objective weight of false steps per hour (default 0.1)."),
             .option("mixed-weight", "w", help: "Objective weight of the mixed-log % error (default 0.01)."),
@@ -54,6 +55,7 @@ struct Tune: Command {
     var folds: Int
     var cvBudget: Int?
     var placementCV: Bool
+    var robust: Bool
     var objective = Objective()
     var output: String
     var printSpace: Bool
@@ -84,6 +86,7 @@ struct Tune: Command {
             Int($0).flatMap { $0 >= 1 ? $0 : nil }
         }
         placementCV = !arguments.flag("no-placement-cv")
+        robust = !arguments.flag("no-robust")
         func weight(_ name: String) throws(UsageError) -> Double? {
             try arguments.value(name, expected: "a number ≥ 0") {
                 Double($0).flatMap { $0 >= 0 && $0.isFinite ? $0 : nil }
@@ -131,7 +134,8 @@ struct Tune: Command {
         guard !labelled.isEmpty else { throw LabelledSetError(path: sets[0], message: "no recordings found") }
         let recordings = try await Tune.load(labelled, jobs: jobs)
         let evaluator = Evaluator(recordings: recordings, jobs: jobs)
-        let tuner = Tuner(space: space, start: start, objective: objective, evaluator: evaluator)
+        var tuner = Tuner(space: space, start: start, objective: objective, evaluator: evaluator)
+        tuner.robustSelection = robust
 
         // Ctrl-C stops the search; the best so far is still written. A second Ctrl-C exits.
         let stop = StopFlag()

@@ -45,6 +45,9 @@ public struct SearchResult: Sendable {
     public var interrupted: Bool
     /// Why the search ended, for reports.
     public var ending: String
+    /// The chosen configuration's mean objective over itself and its neighbours, when the
+    /// robust choice ran.
+    public var robustObjective: Double?
 
     public var evaluations: Int { objectives.count }
 }
@@ -72,6 +75,15 @@ public struct Tuner: Sendable {
     public var designShare = 0.4
     /// Proposals evaluated between checks of `shouldStop`.
     public var batchSize = 16
+    /// Whether the result is chosen for a good neighbourhood rather than for the single best
+    /// value: see ``search(on:budget:seed:shouldStop:progress:)``.
+    public var robustSelection = true
+    /// Share of the budget kept for the robust choice.
+    public var robustShare = 0.2
+    /// Most candidates the robust choice compares.
+    public var robustCandidates = 6
+    /// Distance of the neighbours the robust choice evaluates, as a fraction of each range.
+    public var neighbourhood = 1.0 / 32
 
     public init(
         space: ParameterSpace, start: DetectorConfiguration, objective: Objective, evaluator: Evaluator
@@ -92,10 +104,14 @@ public struct Tuner: Sendable {
         var random = SplitMix64(seed: seed)
         var objectives: [Double] = []
         var seen: [DetectorConfiguration: Double] = [:]
+        var evaluatedBy: [DetectorConfiguration: Evaluator.Evaluated] = [:]
+        var order: [(point: [Double], configuration: DetectorConfiguration, objective: Double)] = []
         let first = await evaluator.evaluate([start], on: subset)[0]
         let startObjective = objective.value(first.summary)
         objectives.append(startObjective)
         seen[start] = startObjective
+        evaluatedBy[start] = first
+        order.append((space.point(of: start), start, startObjective))
         var best = first
         var bestObjective = startObjective
         var bestPoint = space.point(of: start)
@@ -104,12 +120,12 @@ public struct Tuner: Sendable {
 
         /// Evaluates the new configurations among `points` (in order, within the budget) and
         /// returns them with their objectives; keeps the best so far.
-        func run(_ points: [[Double]]) async -> [(point: [Double], objective: Double)] {
+        func run(_ points: [[Double]], limit: Int) async -> [(point: [Double], objective: Double)] {
             var candidates: [(point: [Double], configuration: DetectorConfiguration)] = []
             for point in points {
                 let configuration = space.configuration(at: point, base: start)
                 guard seen[configuration] == nil, (try? configuration.validate()) != nil else { continue }
-                guard objectives.count + candidates.count < budget else { break }
+                guard objectives.count + candidates.count < limit else { break }
                 if candidates.contains(where: { $0.configuration == configuration }) { continue }
                 candidates.append((point, configuration))
             }
@@ -120,6 +136,8 @@ public struct Tuner: Sendable {
                 let value = objective.value(result.summary)
                 objectives.append(value)
                 seen[candidate.configuration] = value
+                evaluatedBy[candidate.configuration] = result
+                order.append((candidate.point, candidate.configuration, value))
                 out.append((candidate.point, value))
                 if value < bestObjective - 1e-12 {
                     bestObjective = value
@@ -133,15 +151,20 @@ public struct Tuner: Sendable {
 
         // 1. Latin-hypercube design.
         var starts: [(point: [Double], objective: Double)] = [(bestPoint, startObjective)]
-        let designCount = max(0, min(budget - 1, Int((Double(budget) * designShare).rounded())))
+        let dimensions = max(1, space.count)
+        let reserve =
+            robustSelection && budget >= 40 ? Int(Double(budget) * robustShare) : 0
+        let searchLimit = budget - reserve
+        let designCount = max(0, min(searchLimit - 1, Int((Double(budget) * designShare).rounded())))
         let design = latinHypercube(count: designCount, dimensions: space.count, random: &random)
         var offset = 0
-        while offset < design.count && objectives.count < budget {
+        while offset < design.count && objectives.count < searchLimit {
             if shouldStop() {
                 interrupted = true
                 break
             }
-            starts += await run(Array(design[offset..<min(design.count, offset + batchSize)]))
+            starts += await run(
+                Array(design[offset..<min(design.count, offset + batchSize)]), limit: searchLimit)
             offset += batchSize
         }
 
@@ -149,17 +172,17 @@ public struct Tuner: Sendable {
         // parameter, move to the best improvement, else halve the step; when the step is below
         // 1/64 of every range, start again from the next-best design point (multi-start), so the
         // whole budget is used and a second basin gets its chance.
-        let order = starts.indices.sorted { (starts[$0].objective, $0) < (starts[$1].objective, $1) }
+        let startOrder = starts.indices.sorted { (starts[$0].objective, $0) < (starts[$1].objective, $1) }
         let smallest = 1.0 / 64
         var ending = "budget used"
         var nextStart = 0
         var refinements = 0
-        search: while !interrupted && objectives.count < budget {
-            guard nextStart < order.count else {
+        search: while !interrupted && objectives.count < searchLimit {
+            guard nextStart < startOrder.count else {
                 ending = "converged from every start"
                 break
             }
-            var center = starts[order[nextStart]]
+            var center = starts[startOrder[nextStart]]
             nextStart += 1
             refinements += 1
             var step = 0.25
@@ -168,7 +191,7 @@ public struct Tuner: Sendable {
                     interrupted = true
                     break search
                 }
-                if objectives.count >= budget { break search }
+                if objectives.count >= searchLimit { break search }
                 var proposals: [[Double]] = []
                 for (d, bounds) in space.parameters.enumerated() {
                     // Integer parameters move by at least one.
@@ -181,7 +204,7 @@ public struct Tuner: Sendable {
                         if point[d] != center.point[d] { proposals.append(point) }
                     }
                 }
-                let results = await run(proposals)
+                let results = await run(proposals, limit: searchLimit)
                 // The best proposal; ties go to the earlier one.
                 var move: (point: [Double], objective: Double)?
                 for r in results where r.objective < (move?.objective ?? center.objective) - 1e-12 {
@@ -197,9 +220,51 @@ public struct Tuner: Sendable {
         if refinements > 1 && ending == "budget used" {
             ending = "budget used, \(refinements) refinement starts"
         }
+
+        // 3. Robust choice: the best few distinct configurations get their neighbours (± 1/32
+        // of every range, ± 1 for integers) evaluated, and the one with the lowest mean
+        // objective over itself and its neighbours wins. A value that is best only at the edge
+        // of a cliff (one parameter a hair away from doubling the wrist's count) loses to a
+        // slightly worse value on a plateau, which is what carries over to new recordings.
+        var robustObjective: Double?
+        if reserve > 0 && !interrupted && !shouldStop() {
+            let ranked = order.indices.sorted { (order[$0].objective, $0) < (order[$1].objective, $1) }
+            let count = max(1, min(robustCandidates, reserve / (2 * dimensions)))
+            var chosen: (index: Int, smoothed: Double)?
+            for index in ranked.prefix(count) {
+                let center = order[index]
+                var neighbours: [[Double]] = []
+                for (d, bounds) in space.parameters.enumerated() {
+                    let unitStep =
+                        bounds.isInteger && bounds.maximum > bounds.minimum
+                        ? max(neighbourhood, 1 / (bounds.maximum - bounds.minimum)) : neighbourhood
+                    for sign in [1.0, -1.0] {
+                        var point = center.point
+                        point[d] = min(1, max(0, point[d] + sign * unitStep))
+                        if point[d] != center.point[d] { neighbours.append(point) }
+                    }
+                }
+                _ = await run(neighbours, limit: budget)
+                var values = [center.objective]
+                for point in neighbours {
+                    let configuration = space.configuration(at: point, base: start)
+                    if configuration != center.configuration, let value = seen[configuration] {
+                        values.append(value)
+                    }
+                }
+                let smoothed = values.reduce(0, +) / Double(values.count)
+                if smoothed < (chosen?.smoothed ?? .infinity) - 1e-12 { chosen = (index, smoothed) }
+            }
+            if let chosen, let result = evaluatedBy[order[chosen.index].configuration] {
+                best = result
+                bestObjective = order[chosen.index].objective
+                robustObjective = chosen.smoothed
+            }
+        }
         if interrupted { ending = "stopped early" }
         return SearchResult(
             best: best, bestObjective: bestObjective, start: first, startObjective: startObjective,
-            objectives: objectives, interrupted: interrupted, ending: ending)
+            objectives: objectives, interrupted: interrupted, ending: ending, robustObjective: robustObjective
+        )
     }
 }

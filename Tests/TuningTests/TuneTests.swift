@@ -125,6 +125,25 @@ struct SearchTests {
         #expect(results[0].bestObjective == results[0].objectives.min())
     }
 
+    @Test func theRobustChoiceIsReproducibleAndComparesNeighbourhoods() async {
+        let recordings = Self.recordings()
+        var results: [SearchResult] = []
+        for jobs in [1, 2] {
+            let tuner = Tuner(
+                space: .default, start: DetectorConfiguration(), objective: Objective(),
+                evaluator: Evaluator(recordings: recordings, jobs: jobs))
+            results.append(await tuner.search(on: Array(recordings.indices), budget: 60, seed: 5))
+        }
+        #expect(results[0].best.configuration == results[1].best.configuration)
+        #expect(results[0].objectives == results[1].objectives)
+        let result = results[0]
+        #expect(result.evaluations <= 60)
+        // The choice is one of the evaluated configurations, scored by its neighbourhood mean.
+        #expect(result.objectives.contains(result.bestObjective))
+        #expect(result.robustObjective != nil)
+        #expect(abs(Objective().value(result.best.summary) - result.bestObjective) < 1e-12)
+    }
+
     @Test func stoppingKeepsTheBestSoFar() async {
         let recordings = Self.recordings()
         let tuner = Tuner(
