@@ -77,6 +77,6 @@ struct Plot: Command {
         }
         print(
             "wrote \(path): \(trace.detected.count) steps detected"
-                + (truth.map { ", \($0.count) true" } ?? ""))
+                + (trace.truth.map { ", \($0.count) true" } ?? "") + " in the window")
     }
 }

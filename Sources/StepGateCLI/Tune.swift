@@ -276,7 +276,13 @@ struct Tune: Command {
         let files: [(String, String)] = [
             ("best.json", encodeDetectorConfiguration(search.best.configuration) + "\n"),
             ("report.md", report.markdown()),
-            ("objective.svg", Charts.objective(search.objectives, designEnd: designEnd)),
+            (
+                "objective.svg",
+                Charts.objective(
+                    search.objectives, designEnd: designEnd,
+                    chosen: search.robustObjective == nil
+                        ? nil : search.objectives.firstIndex(of: search.bestObjective))
+            ),
             ("placements.svg", Charts.placements(placements, series: series)),
             ("space.json", report.space.json),
         ]

@@ -172,6 +172,29 @@ public struct TuneReport: Sendable {
                     ]
                 }, rightAligned: [1, 2, 3, 4])
         }
+        if let folds, !folds.splits.isEmpty {
+            var worst: [[String]] = []
+            for split in folds.splits {
+                for r in split.heldOutResults {
+                    let off = r.percentError.map { abs($0) > 10 } ?? (r.excessSteps > 0)
+                    if off {
+                        worst.append([
+                            "`\(r.recording.name)`", split.name, r.recording.kind.rawValue,
+                            String(r.recording.truth),
+                            String(r.counted), signedPercent(r),
+                        ])
+                    }
+                }
+            }
+            md += "\nHeld-out recordings more than 10 % off (or with false steps), each counted by the "
+            md += "configuration tuned without its fold:\n\n"
+            md +=
+                worst.isEmpty
+                ? "None.\n"
+                : table(
+                    ["recording", "fold", "kind", "truth", "held-out count", "error"], worst,
+                    rightAligned: [3, 4, 5])
+        }
         if let placements, !placements.splits.isEmpty {
             md += "\n## Leave one placement out\n\n"
             md += table(

@@ -19,6 +19,7 @@ public struct Chart: Sendable {
         case dot(String)
         case tick(String)
         case triangle(String)
+        case ring(String)
         case none
     }
 
@@ -104,6 +105,8 @@ public struct Chart: Sendable {
                 svg.line(x1: px + 13, y1: py - 12, x2: px + 13, y2: py + 3, stroke: color, width: 2)
             case .triangle(let color):
                 svg.polygon([(px + 7, py - 10), (px + 19, py - 10), (px + 13, py + 1)], fill: color)
+            case .ring(let color):
+                svg.ring(x: px + 13, y: py - 4, radius: 6, stroke: color)
             case .none:
                 px -= 32
             }
@@ -127,7 +130,10 @@ public enum Charts {
 
     /// Objective versus evaluations: every evaluation as a dot, the best so far as a line.
     /// Evaluations far above the best are drawn at the top edge.
-    public static func objective(_ objectives: [Double], designEnd: Int? = nil) -> String {
+    /// `chosen` marks the evaluation finally kept (0-based), when it is not the lowest value
+    /// (the robust choice).
+    public static func objective(_ objectives: [Double], designEnd: Int? = nil, chosen: Int? = nil) -> String
+    {
         let count = max(1, objectives.count)
         let sorted = objectives.sorted()
         let low = sorted.first ?? 0
@@ -138,14 +144,17 @@ public enum Charts {
         let yTicks = niceTicks(low: low * 0.95, high: high, count: 6)
         let yLow = min(low, yTicks.first ?? low)
         var chart = Chart(
-            title: "Objective versus evaluations (lower is better)", xRange: 0...Double(max(count, 2)),
+            width: 1100, title: "Objective versus evaluations (lower is better)",
+            xRange: 0...Double(max(count, 2)),
             yRange: (yLow - (high - yLow) * 0.02)...high)
         chart.axes(xTitle: "evaluation", yTitle: "objective")
-        chart.legend([
-            ("each configuration", .dot("#8fb3e8")), ("best so far", .line(blue)),
-            ("starting configuration", .dashed(grey)),
-            ("(worse values drawn at the top edge)", .none),
-        ])
+        chart.legend(
+            [
+                ("each configuration", .dot("#8fb3e8")), ("best so far", .line(blue)),
+                ("starting configuration", .dashed(grey)),
+            ] + (chosen == nil ? [] : [("chosen (robust)", .ring(orange))]) + [
+                ("(worse values: at the top edge)", .none)
+            ])
         chart.svg.line(
             x1: chart.plotLeft, y1: chart.y(start), x2: chart.plotRight, y2: chart.y(start), stroke: grey,
             width: 1.5,
@@ -175,6 +184,15 @@ public enum Charts {
                 "best \(fixed(best, 3))", x: chart.plotRight - 4, y: chart.y(best) - 8, size: 13,
                 anchor: .end,
                 weight: "bold", fill: blue, halo: true)
+        }
+        if let chosen, chosen < objectives.count {
+            let value = objectives[chosen]
+            let px = chart.x(Double(chosen + 1))
+            let py = chart.y(chart.clampY(value))
+            chart.svg.ring(x: px, y: py, radius: 7, stroke: orange)
+            chart.svg.text(
+                "chosen \(fixed(value, 3))", x: px, y: py + 22, size: 13, anchor: .middle, weight: "bold",
+                fill: orange, halo: true)
         }
         return chart.render()
     }

@@ -65,6 +65,13 @@ public struct SVGDocument: Sendable, Hashable {
         body.append(s + "/>")
     }
 
+    /// An unfilled circle.
+    public mutating func ring(x: Double, y: Double, radius: Double, stroke: String, width: Double = 2.5) {
+        body.append(
+            "<circle cx=\"\(n(x))\" cy=\"\(n(y))\" r=\"\(n(radius))\" fill=\"none\" stroke=\"\(escape(stroke))\" stroke-width=\"\(n(width))\"/>"
+        )
+    }
+
     /// A closed path from `points` (for markers such as triangles).
     public mutating func polygon(_ points: [(x: Double, y: Double)], fill: String) {
         let list = points.map { n($0.x) + "," + n($0.y) }.joined(separator: " ")
