@@ -27,7 +27,9 @@ struct Tune: Command {
             .option("space", "file", help: "Parameter bounds (JSON); see 'stepgate tune --print-space'."),
             .option("config", "file", help: "Starting configuration; parameters outside the space keep it."),
             .option("budget", "n", help: "Configurations to evaluate on the whole set (default 300)."),
-            .option("time", "duration", help: "Stop the search after this long (60s, 2m); keeps the best."),
+            .option(
+                "time", "duration", help: "Limit the search on the whole set (60s, 2m); CV then scales to it."
+            ),
             .option("seed", "s", help: "Random seed (default 1)."),
             .option("jobs", "j", help: "Concurrent detector runs (default: active cores)."),
             .option("folds", "k", help: "Cross-validation folds by recording (default 5; 0: none)."),
@@ -49,6 +51,7 @@ struct Tune: Command {
     var spacePath: String?
     var configPath: String?
     var budget: Int
+    var budgetGiven: Bool
     var timeLimit: Double?
     var seed: UInt64
     var jobs: Int
@@ -66,6 +69,7 @@ struct Tune: Command {
         guard !sets.isEmpty || printSpace else { throw UsageError("missing expected argument '<set>...'") }
         spacePath = arguments.value("space")
         configPath = arguments.value("config")
+        budgetGiven = arguments.value("budget") != nil
         budget =
             try arguments.value("budget", expected: "a whole number ≥ 1") {
                 Int($0).flatMap { $0 >= 1 ? $0 : nil }
@@ -154,6 +158,8 @@ struct Tune: Command {
             source.cancel()
             signal(SIGINT, SIG_DFL)
         }
+        // --time bounds the search on the whole set; Ctrl-C stops everything.
+        let interrupted: @Sendable () -> Bool = { stop.isSet }
         let shouldStop: @Sendable () -> Bool = {
             stop.isSet || deadline.map { ContinuousClock().now >= $0 } ?? false
         }
@@ -167,7 +173,16 @@ struct Tune: Command {
             : []
         let placementSplits: [(name: String, heldOut: [Int])] =
             placementCV ? CrossValidation.placementSplits(labelled).map { ($0.placement, $0.heldOut) } : []
-        let perFold = cvBudget ?? max(1, budget / max(1, k))
+        // --time without --budget: size the budget (and so the design) from the time one
+        // configuration takes, so the search reaches its refinement phase in time.
+        var budget = budget
+        if let timeLimit, !budgetGiven {
+            let timed = clock.now
+            _ = await evaluator.evaluate([start], on: Array(recordings.indices))
+            let each = max(1e-4, seconds(clock.now - timed))
+            budget = max(20, Int(timeLimit / each * 1.2))
+        }
+        var perFold = cvBudget ?? max(1, budget / max(1, k))
         let planned = budget + perFold * (foldSplits.count + placementSplits.count)
 
         var bar = TuneProgress(total: planned)
@@ -178,14 +193,17 @@ struct Tune: Command {
         }
         let searchSeconds = seconds(clock.now - searchBegan)
         var done = search.evaluations
-        bar.skip(to: budget)
+        // Cut short by --time: cross-validate with the evaluations the search managed.
+        if search.evaluations < budget && cvBudget == nil { perFold = max(1, search.evaluations / max(1, k)) }
+        let base0 = search.evaluations
+        bar.replan(total: base0 + perFold * (foldSplits.count + placementSplits.count), done: base0)
         var foldReport: CrossValidation.Report?
         var placementReport: CrossValidation.Report?
-        if !foldSplits.isEmpty && !shouldStop() {
-            var base = budget
+        if !foldSplits.isEmpty && !interrupted() {
+            var base = base0
             var lastSplit = 0
             foldReport = await CrossValidation.run(
-                foldSplits, tuner: tuner, budget: perFold, seed: seed, shouldStop: shouldStop
+                foldSplits, tuner: tuner, budget: perFold, seed: seed, shouldStop: interrupted
             ) { split, p in
                 if split != lastSplit {
                     base += perFold
@@ -196,12 +214,12 @@ struct Tune: Command {
             }
             done += foldReport?.evaluations ?? 0
         }
-        bar.skip(to: budget + perFold * foldSplits.count)
-        if !placementSplits.isEmpty && !shouldStop() {
-            var base = budget + perFold * foldSplits.count
+        bar.skip(to: base0 + perFold * foldSplits.count)
+        if !placementSplits.isEmpty && !interrupted() {
+            var base = base0 + perFold * foldSplits.count
             var lastSplit = 0
             placementReport = await CrossValidation.run(
-                placementSplits, tuner: tuner, budget: perFold, seed: seed &+ 1000, shouldStop: shouldStop
+                placementSplits, tuner: tuner, budget: perFold, seed: seed &+ 1000, shouldStop: interrupted
             ) { split, p in
                 if split != lastSplit {
                     base += perFold
@@ -340,7 +358,7 @@ final class StopFlag: Sendable {
 /// The tuning progress line on standard error (a terminal only): evaluations of the whole
 /// plan (search and cross-validation), the phase, the best objective of the phase, and an ETA.
 struct TuneProgress {
-    private let total: Int
+    private var total: Int
     private let enabled: Bool
     private let began = ContinuousClock().now
     private var lastDraw = ContinuousClock().now - .seconds(1)
@@ -368,6 +386,12 @@ struct TuneProgress {
             + "  ETA \(Int(eta.rounded())) s   "
         var text = line
         text.withUTF8 { _ = writeAll(2, $0) }
+    }
+
+    /// A new plan: `total` evaluations in all, `done` of them done.
+    mutating func replan(total: Int, done: Int) {
+        self.total = max(1, total)
+        self.done = done
     }
 
     /// Moves on to `done` (a phase ended early).
