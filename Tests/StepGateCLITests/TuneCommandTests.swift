@@ -90,6 +90,16 @@ struct TuneCommandTests {
             "\(result.standardError)")
     }
 
+    @Test func aTimeLimitEndsTheSearchAndStillWritesTheBest() throws {
+        let folder = try Fixtures.temporaryFolder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let result = try stepgate([
+            "tune", manifest, "--time", "1s", "--folds", "0", "--no-placement-cv", "--output", folder.path,
+        ])
+        #expect(result.status == 0, "\(result.standardError)")
+        #expect(FileManager.default.fileExists(atPath: folder.appendingPathComponent("best.json").path))
+    }
+
     @Test func printSpaceShowsTheDefaults() throws {
         let result = try stepgate(["tune", "--print-space"])
         #expect(result.status == 0)

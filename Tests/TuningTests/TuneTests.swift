@@ -1,5 +1,6 @@
 import Foundation
 import StepDetection
+import StepGateTestSupport
 import Testing
 
 @testable import Tuning
@@ -273,6 +274,35 @@ struct StepTruthTests {
             detected: [0, 600 * ms, 1000 * ms, 1900 * ms], truth: [100 * ms, 1100 * ms, 1500 * ms, 2000 * ms])
         #expect(match == StepMatch(truth: 4, detected: 4, matched: 3))
         #expect(match.recall == 0.75)
+    }
+
+    @Test func foldersMixPerStepTruthAndNamedTruth() throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "stepgate-sets-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let walk = folder.appendingPathComponent("Pixel_Me_Hard_FrontPocket_1")
+        try FileManager.default.createDirectory(at: walk, withIntermediateDirectories: true)
+        let oxford = try String(
+            contentsOf: Fixtures.samples.appendingPathComponent("walk-front-pocket-303.csv"), encoding: .utf8)
+        try oxford.split(whereSeparator: \.isNewline).prefix(50).joined(separator: "\n").write(
+            to: walk.appendingPathComponent("accelerometer.csv"), atomically: true, encoding: .utf8)
+        try "1000,1,0\n2000,0,0\n3000,0,1\n4000,1,0\n".write(
+            to: walk.appendingPathComponent("stepcounter.csv"), atomically: true, encoding: .utf8)
+        try "Time (ms),X,Y,Z\n0,0,0,8192\n".write(
+            to: folder.appendingPathComponent("walk-150.csv"), atomically: true, encoding: .utf8)
+        try "Time (ms),X,Y,Z\n0,0,0,8192\n".write(
+            to: folder.appendingPathComponent("notes.csv"), atomically: true, encoding: .utf8)
+        var warnings: [String] = []
+        let recordings = try LabelledSets.load([folder.path]) { warnings.append($0) }
+        #expect(recordings.map(\.name) == ["Pixel_Me_Hard_FrontPocket_1/accelerometer.csv", "walk-150.csv"])
+        #expect(recordings[0].truth == 2)
+        #expect(recordings[0].placement == "front-pocket")
+        #expect(recordings[1].truth == 150)
+        #expect(warnings.count == 1)
+        #expect(warnings.first?.contains("notes.csv: not scored") == true)
+        let loaded = try TuningRecording.load(recordings[0])
+        #expect(loaded.stepTimes == [3000, 4000])
+        #expect(loaded.samples.count == 50)
     }
 
     @Test(arguments: [
