@@ -224,15 +224,18 @@ public struct TuneReport: Sendable {
         text += line(header)
         for row in rows { text += line(row) }
         if !changes.isEmpty {
-            text += "\nchanged: "
-            text += changes.map { "\($0.key) \(trim($0.before)) → \(trim($0.after))" }.joined(separator: ", ")
-            text += "\n"
+            text += "\nchanged:\n"
+            let width = changes.map(\.key.count).max() ?? 0
+            for c in changes {
+                text += "  \(pad(c.key, width, left: false))  \(trim(c.before)) → \(trim(c.after))\n"
+            }
         }
         text += "\n\(search.evaluations) configurations in \(fixed(searchSeconds, 1)) s "
         text += "(\(fixed(configurationsPerSecond, 1)) configurations/s, \(jobs) jobs, \(search.ending))"
-        if let folds { text += "; cross-validation \(folds.evaluations)" }
-        if let placements { text += " + \(placements.evaluations)" }
-        if folds != nil || placements != nil { text += " more" }
+        var cv: [String] = []
+        if let folds { cv.append("\(folds.evaluations) k-fold") }
+        if let placements { cv.append("\(placements.evaluations) placement-held-out") }
+        if !cv.isEmpty { text += "; cross-validation: " + cv.joined(separator: " + ") + " evaluations" }
         text += "; \(fixed(totalSeconds, 1)) s in all\n"
         return text
     }
