@@ -15,7 +15,8 @@ struct Tune: Command {
             Every recording is read into memory once. The search evaluates the starting \
             configuration (--config, else the defaults), a Latin-hypercube design over the space \
             (40 % of the budget), then coordinate refinement from the best points and a robust \
-            choice (the best mean over neighbours), minimising walks MAPE + w1 x false steps/h + w2 x mixed-log error + w3 x worst placement MAPE. \
+            choice (the best mean over neighbours), minimising walks MAPE + w1 x false steps/h \
+            + w2 x mixed-log error + w3 x worst placement MAPE. \
             Then k-fold cross-validation by recording and leave-one-placement-out, each fold tuned \
             with --cv-budget evaluations. Writes best.json, report.md, objective.svg, \
             placements.svg and space.json to --output. Ctrl-C stops the search and keeps the best \
