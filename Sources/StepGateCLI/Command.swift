@@ -83,6 +83,9 @@ public struct OptionSpec: Sendable {
     }
 
     var synopsis: String { valueName.map { "--\(name) <\($0)>" } ?? "--\(name)" }
+
+    /// As help lists it: `-o, --output <file>`.
+    var helpSynopsis: String { shortName.map { "-\($0), " + synopsis } ?? synopsis }
 }
 
 /// A mistake in how the command was called: printed with the usage, exit status 64.

@@ -7,8 +7,9 @@ public enum StepGate {
 
     /// Every subcommand, in the order help lists them.
     static let commands: [any Command.Type] = [
-        Replay.self, Eval.self, Simulate.self, Devices.self, Record.self, Run.self, DaemonCommand.self,
-        Status.self, Lock.self, Skip.self, Unlock.self, Reload.self, ExecGuard.self, Config.self, Bench.self,
+        Replay.self, Eval.self, Tune.self, Plot.self, Simulate.self, Devices.self, Record.self, Run.self,
+        DaemonCommand.self, Status.self, Lock.self, Skip.self, Unlock.self, Reload.self, ExecGuard.self,
+        Config.self, Bench.self,
     ]
 
     /// Runs `stepgate` with the process's arguments and exits.
@@ -128,9 +129,7 @@ public enum StepGate {
             for argument in c.arguments { text += row(argument.name, argument.help) }
         }
         text += "\nOPTIONS:\n"
-        for option in c.options {
-            text += row(option.shortName.map { "-\($0), " + option.synopsis } ?? option.synopsis, option.help)
-        }
+        for option in c.options { text += row(option.helpSynopsis, option.help) }
         text += row("-h, --help", "Show help information.")
         return text
     }

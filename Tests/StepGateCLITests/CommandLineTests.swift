@@ -23,8 +23,9 @@ struct CommandLineTests {
         #expect(help.status == 0)
         #expect(help.standardOutput.contains("USAGE: stepgate <subcommand>"))
         for name in [
-            "replay", "eval", "simulate", "daemon", "status", "lock", "skip", "unlock", "reload", "exec",
-            "config", "bench",
+            "replay", "eval", "tune", "plot", "simulate", "devices", "record", "run", "daemon", "status",
+            "lock",
+            "skip", "unlock", "reload", "exec", "config", "bench",
         ] {
             #expect(help.standardOutput.contains("  \(name) "))
             let sub = try stepgate(name, "--help")

@@ -1,0 +1,275 @@
+public import Foundation
+public import StepDetection
+
+/// The bounds of one tunable detector parameter.
+public struct ParameterBounds: Sendable, Hashable {
+    /// The parameter's key in ``DetectorConfiguration`` (`minimumPeak`, …).
+    public var key: String
+    public var minimum: Double
+    public var maximum: Double
+    /// Whether the parameter takes whole numbers (`stepsToConfirm`, `maximumSkippedPeaks`).
+    public var isInteger: Bool
+
+    public init(key: String, minimum: Double, maximum: Double, isInteger: Bool = false) {
+        self.key = key
+        self.minimum = minimum
+        self.maximum = maximum
+        self.isInteger = isInteger
+    }
+
+    /// The parameter value at `unit` in `0...1` of the range (rounded for integers).
+    public func value(atUnit unit: Double) -> Double {
+        let u = min(1, max(0, unit))
+        let raw = minimum + u * (maximum - minimum)
+        return isInteger ? raw.rounded() : raw
+    }
+
+    /// Where `value` lies in the range, as a fraction in `0...1`.
+    public func unit(of value: Double) -> Double {
+        maximum > minimum ? min(1, max(0, (value - minimum) / (maximum - minimum))) : 0
+    }
+}
+
+/// A problem with a parameter space file: the file, the key, what was expected.
+public struct ParameterSpaceError: Error, Hashable, CustomStringConvertible {
+    public var path: String
+    public var message: String
+
+    public init(path: String, message: String) {
+        self.path = path
+        self.message = message
+    }
+
+    public var description: String { "\(path): \(message)" }
+}
+
+/// The box the tuner searches: bounds for some detector parameters. Parameters not in the
+/// space keep the starting configuration's values.
+///
+/// As JSON: `{"minimumPeak": {"min": 0.03, "max": 0.1}, "stepsToConfirm": {"min": 6, "max": 12,
+/// "integer": true}}`. Integer parameters are always integer; `"integer"` may be omitted.
+public struct ParameterSpace: Sendable, Hashable {
+    /// The parameters, in the order searched and reported.
+    public var parameters: [ParameterBounds]
+
+    public init(parameters: [ParameterBounds]) { self.parameters = parameters }
+
+    /// Number of dimensions.
+    public var count: Int { parameters.count }
+
+    /// The parameters StepGate's tuning found to matter, with bounds around the plausible
+    /// range (see docs/tuning.md). The filters and the sample rate are left out: they change
+    /// little and cost the most to vary.
+    public static let `default` = ParameterSpace(parameters: [
+        ParameterBounds(key: "lowPassCutoff", minimum: 1.6, maximum: 2.8),
+        ParameterBounds(key: "peakThreshold", minimum: 0.4, maximum: 1.0),
+        ParameterBounds(key: "minimumPeak", minimum: 0.03, maximum: 0.1),
+        ParameterBounds(key: "regularityTolerance", minimum: 0.15, maximum: 0.45),
+        ParameterBounds(key: "stepsToConfirm", minimum: 6, maximum: 12, isInteger: true),
+        ParameterBounds(key: "strideThreshold", minimum: 0.75, maximum: 1.05),
+        ParameterBounds(key: "periodCorrelation", minimum: 0.3, maximum: 0.7),
+        ParameterBounds(key: "halfPeriodCorrelation", minimum: 0.2, maximum: 0.6),
+    ])
+
+    /// Keys that can be searched: the numeric parameters of ``DetectorConfiguration``.
+    public static let tunableKeys: [String] = DetectorConfiguration.keys.filter { $0 != "fillMissedSteps" }
+
+    /// Keys taking whole numbers.
+    public static let integerKeys: Set<String> = ["stepsToConfirm", "maximumSkippedPeaks"]
+
+    /// Parses a space file. Errors name the file and the key.
+    public static func parse(json data: Data, path: String) throws(ParameterSpaceError) -> ParameterSpace {
+        let entries: [String: RawEntry]
+        do {
+            entries = try JSONDecoder().decode([String: RawEntry].self, from: data)
+        } catch let error as DecodingError {
+            throw ParameterSpaceError(path: path, message: describe(error))
+        } catch {
+            throw ParameterSpaceError(path: path, message: "not valid JSON: \(error)")
+        }
+        guard !entries.isEmpty else {
+            throw ParameterSpaceError(path: path, message: "expected at least one parameter")
+        }
+        for key in entries.keys.sorted() where !tunableKeys.contains(key) {
+            let hint =
+                key == "fillMissedSteps"
+                ? "a true/false parameter cannot be searched; set it in --config"
+                : "expected one of: \(tunableKeys.joined(separator: ", "))"
+            throw ParameterSpaceError(path: path, message: "unknown parameter '\(key)': \(hint)")
+        }
+        var parameters: [ParameterBounds] = []
+        // Search in the configuration's declaration order, so a file's key order does not matter.
+        for key in tunableKeys {
+            guard let entry = entries[key] else { continue }
+            let (low, high) = (entry.min, entry.max)
+            guard low.isFinite && high.isFinite && low <= high else {
+                throw ParameterSpaceError(
+                    path: path, message: "'\(key)': expected min ≤ max, found min \(low), max \(high)")
+            }
+            if integerKeys.contains(key) && entry.integer == false {
+                throw ParameterSpaceError(
+                    path: path, message: "'\(key).integer': this parameter takes whole numbers")
+            }
+            let isInteger = integerKeys.contains(key) || entry.integer == true
+            if isInteger && (low != low.rounded() || high != high.rounded()) {
+                throw ParameterSpaceError(
+                    path: path, message: "'\(key)': expected whole-number bounds, found \(low)...\(high)")
+            }
+            // Each end of the range must be valid for the parameter on its own (defaults elsewhere).
+            for end in [low, high] {
+                var probe = DetectorConfiguration()
+                probe[parameter: key] = end
+                do {
+                    try probe.validate()
+                } catch  where error.key == key {
+                    throw ParameterSpaceError(
+                        path: path,
+                        message: "'\(key)': \(jsonNumber(end)) is out of range: expected \(error.expected)")
+                } catch {}
+            }
+            parameters.append(ParameterBounds(key: key, minimum: low, maximum: high, isInteger: isInteger))
+        }
+        return ParameterSpace(parameters: parameters)
+    }
+
+    /// One parameter's entry as written in the file.
+    struct RawEntry: Decodable {
+        var min: Double
+        var max: Double
+        var integer: Bool?
+
+        private enum Key: String, CodingKey { case min, max, integer }
+
+        init(from decoder: any Decoder) throws {
+            let any = try decoder.container(keyedBy: AnyKey.self)
+            for key in any.allKeys where Key(rawValue: key.stringValue) == nil {
+                throw DecodingError.dataCorruptedError(
+                    forKey: key, in: any, debugDescription: "unknown field; expected min, max, integer")
+            }
+            let c = try decoder.container(keyedBy: Key.self)
+            min = try c.decode(Double.self, forKey: .min)
+            max = try c.decode(Double.self, forKey: .max)
+            integer = try c.decodeIfPresent(Bool.self, forKey: .integer)
+        }
+    }
+
+    struct AnyKey: CodingKey {
+        var stringValue: String
+        var intValue: Int? { nil }
+        init(stringValue: String) { self.stringValue = stringValue }
+        init?(intValue: Int) { nil }
+    }
+
+    /// The JSON form, keys in search order.
+    public var json: String {
+        var lines: [String] = []
+        for p in parameters {
+            var line = "  \"\(p.key)\": {\"min\": \(jsonNumber(p.minimum)), \"max\": \(jsonNumber(p.maximum))"
+            if p.isInteger { line += ", \"integer\": true" }
+            lines.append(line + "}")
+        }
+        return "{\n" + lines.joined(separator: ",\n") + "\n}\n"
+    }
+
+    /// `base` with the parameters set from a point of the unit cube.
+    public func configuration(at point: [Double], base: DetectorConfiguration) -> DetectorConfiguration {
+        var configuration = base
+        for (bounds, unit) in zip(parameters, point) {
+            configuration[parameter: bounds.key] = bounds.value(atUnit: unit)
+        }
+        return configuration
+    }
+
+    /// Where `configuration` lies in the unit cube (clamped to the bounds).
+    public func point(of configuration: DetectorConfiguration) -> [Double] {
+        parameters.map { $0.unit(of: configuration[parameter: $0.key]) }
+    }
+}
+
+private func describe(_ error: DecodingError) -> String {
+    func path(_ context: DecodingError.Context) -> String {
+        context.codingPath.map(\.stringValue).joined(separator: ".")
+    }
+    switch error {
+    case .typeMismatch(let type, let context):
+        let expected =
+            type == Bool.self
+            ? "true or false"
+            : type == Double.self
+                ? "a number" : "an object {\"min\": …, \"max\": …}"
+        if context.codingPath.isEmpty {
+            return
+                "expected a JSON object of parameters, e.g. {\"minimumPeak\": {\"min\": 0.03, \"max\": 0.1}}"
+        }
+        return "'\(path(context))': expected \(expected)"
+    case .valueNotFound(_, let context):
+        return "'\(path(context))': expected a value, found null"
+    case .keyNotFound(let key, let context):
+        return "'\(path(context))': missing '\(key.stringValue)'"
+    case .dataCorrupted(let context):
+        if context.codingPath.isEmpty {
+            let underlying = (context.underlyingError.map { "\($0)" }) ?? context.debugDescription
+            return "not valid JSON: \(underlying)"
+        }
+        return "'\(path(context))': \(context.debugDescription)"
+    @unknown default:
+        return "\(error)"
+    }
+}
+
+func jsonNumber(_ value: Double) -> String {
+    value == value.rounded() && abs(value) < 1e15 ? String(Int64(value)) : "\(value)"
+}
+
+extension DetectorConfiguration {
+    /// A numeric parameter by its JSON key (integers as `Double`; `fillMissedSteps` as 0 or 1).
+    /// Setting an unknown key does nothing.
+    public subscript(parameter key: String) -> Double {
+        get {
+            switch key {
+            case "sampleRate": sampleRate
+            case "maximumGap": maximumGap
+            case "highPassCutoff": highPassCutoff
+            case "lowPassCutoff": lowPassCutoff
+            case "envelopeTime": envelopeTime
+            case "peakThreshold": peakThreshold
+            case "minimumPeak": minimumPeak
+            case "minimumStepInterval": minimumStepInterval
+            case "maximumStepInterval": maximumStepInterval
+            case "regularityTolerance": regularityTolerance
+            case "stepsToConfirm": Double(stepsToConfirm)
+            case "fillMissedSteps": fillMissedSteps ? 1 : 0
+            case "strideThreshold": strideThreshold
+            case "maximumSkippedPeaks": Double(maximumSkippedPeaks)
+            case "amplitudeRatio": amplitudeRatio
+            case "periodCorrelation": periodCorrelation
+            case "halfPeriodCorrelation": halfPeriodCorrelation
+            case "correlationWindow": correlationWindow
+            default: .nan
+            }
+        }
+        set {
+            switch key {
+            case "sampleRate": sampleRate = newValue
+            case "maximumGap": maximumGap = newValue
+            case "highPassCutoff": highPassCutoff = newValue
+            case "lowPassCutoff": lowPassCutoff = newValue
+            case "envelopeTime": envelopeTime = newValue
+            case "peakThreshold": peakThreshold = newValue
+            case "minimumPeak": minimumPeak = newValue
+            case "minimumStepInterval": minimumStepInterval = newValue
+            case "maximumStepInterval": maximumStepInterval = newValue
+            case "regularityTolerance": regularityTolerance = newValue
+            case "stepsToConfirm": stepsToConfirm = Int(newValue.rounded())
+            case "fillMissedSteps": fillMissedSteps = newValue >= 0.5
+            case "strideThreshold": strideThreshold = newValue
+            case "maximumSkippedPeaks": maximumSkippedPeaks = Int(newValue.rounded())
+            case "amplitudeRatio": amplitudeRatio = newValue
+            case "periodCorrelation": periodCorrelation = newValue
+            case "halfPeriodCorrelation": halfPeriodCorrelation = newValue
+            case "correlationWindow": correlationWindow = newValue
+            default: break
+            }
+        }
+    }
+}

@@ -1,0 +1,165 @@
+import Foundation
+import SensorInput
+public import StepDetection
+
+/// A labelled recording read into memory once, for evaluating many configurations.
+public struct TuningRecording: Sendable {
+    public var labelled: LabelledRecording
+    public var samples: [AccelerationSample]
+    /// Length, in hours (first to last sample).
+    public var hours: Double
+    /// The time of every true step, in nanoseconds on the recording's clock, when the set has
+    /// per-step truth (the Oxford foot-switch files); `nil` otherwise.
+    public var stepTimes: [Int64]?
+
+    public init(labelled: LabelledRecording, samples: [AccelerationSample], stepTimes: [Int64]? = nil) {
+        self.labelled = labelled
+        self.samples = samples
+        let span = samples.count > 1 ? samples[samples.count - 1].timestamp &- samples[0].timestamp : 0
+        hours = Double(span) / 3.6e12
+        self.stepTimes = stepTimes
+    }
+
+    /// Reads the recording, and its per-step truth when a `stepcounter.csv` lies beside it.
+    public static func load(_ labelled: LabelledRecording) throws -> TuningRecording {
+        var reader = try RecordingReader(path: labelled.path, options: .init(format: labelled.format))
+        let samples = try reader.readAll()
+        let truthPath = StepTruth.companionPath(of: labelled.path)
+        var times: [Int64]?
+        if let truthPath, FileManager.default.fileExists(atPath: truthPath) {
+            times = try StepTruth.read(path: truthPath)
+        }
+        return TuningRecording(labelled: labelled, samples: samples, stepTimes: times)
+    }
+
+    /// Evaluation of this recording given a count.
+    public func result(counted: Int) -> EvaluationResult {
+        EvaluationResult(recording: labelled, counted: counted, hours: hours, samples: samples.count)
+    }
+}
+
+/// Per-step truth from a foot-switch file (the Oxford data set's `stepcounter.csv`: no header,
+/// `timestamp_ns, foot1, foot2`): every 0→1 transition of either switch after the first row is
+/// one step.
+public enum StepTruth {
+    /// `…/stepcounter.csv` beside an `…/accelerometer.csv`; `nil` for other names.
+    public static func companionPath(of path: String) -> String? {
+        guard path.hasSuffix("accelerometer.csv") else { return nil }
+        return String(path.dropLast("accelerometer.csv".count)) + "stepcounter.csv"
+    }
+
+    /// Parses a foot-switch file.
+    public static func parse(text: String, path: String) throws(LabelledSetError) -> [Int64] {
+        var times: [Int64] = []
+        var previous: (Bool, Bool)?
+        var number = 0
+        for line in text.split(
+            omittingEmptySubsequences: false, whereSeparator: { $0 == "\n" || $0 == "\r\n" })
+        {
+            number += 1
+            let trimmed = line.hasSuffix("\r") ? line.dropLast() : line
+            if trimmed.isEmpty { continue }
+            let cells = trimmed.split(separator: ",", omittingEmptySubsequences: false)
+            guard cells.count >= 3, let time = Int64(cells[0].trimmingSpaces()),
+                let a = Int(cells[1].trimmingSpaces()), let b = Int(cells[2].trimmingSpaces()),
+                (0...1).contains(a), (0...1).contains(b)
+            else {
+                throw LabelledSetError(
+                    path: path, line: number,
+                    message: "expected timestamp_ns,foot1,foot2 with switches 0 or 1, found '\(trimmed)'")
+            }
+            let state = (a == 1, b == 1)
+            if let previous {
+                if state.0 && !previous.0 { times.append(time) }
+                if state.1 && !previous.1 { times.append(time) }
+            }
+            previous = state
+        }
+        return times
+    }
+
+    /// Reads a foot-switch file.
+    public static func read(path: String) throws(LabelledSetError) -> [Int64] {
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw LabelledSetError(path: path, message: "cannot read the file")
+        }
+        return try parse(text: String(decoding: data, as: UTF8.self), path: path)
+    }
+}
+
+extension Substring {
+    func trimmingSpaces() -> String { String(self).trimmingSpaces() }
+}
+
+/// Expands the sets given on the command line.
+public enum LabelledSets {
+    /// Manifests, folders whose file names carry the truth, and folders of Oxford-style
+    /// recordings (`accelerometer.csv` with a `stepcounter.csv` beside it), mixed freely.
+    /// `warn` receives a line for each file that cannot be scored.
+    public static func load(_ sets: [String], warn: (String) -> Void) throws -> [LabelledRecording] {
+        var recordings: [LabelledRecording] = []
+        for set in sets {
+            var isDirectory: ObjCBool = false
+            guard FileManager.default.fileExists(atPath: set, isDirectory: &isDirectory) else {
+                throw LabelledSetError(path: set, message: "no such file or folder")
+            }
+            if isDirectory.boolValue {
+                recordings += try folder(set, warn: warn)
+            } else {
+                guard let data = FileManager.default.contents(atPath: set) else {
+                    throw LabelledSetError(path: set, message: "cannot read the file")
+                }
+                recordings += try LabelledSet.manifest(text: String(decoding: data, as: UTF8.self), path: set)
+            }
+        }
+        return recordings
+    }
+
+    static func folder(_ set: String, warn: (String) -> Void) throws -> [LabelledRecording] {
+        let base = set.hasSuffix("/") ? set : set + "/"
+        guard let enumerator = FileManager.default.enumerator(atPath: set) else {
+            throw LabelledSetError(path: set, message: "cannot list the folder")
+        }
+        var files: [String] = []
+        for case let relative as String in enumerator where relative.lowercased().hasSuffix(".csv") {
+            files.append(relative)
+        }
+        var recordings: [LabelledRecording] = []
+        for relative in files.sorted() {
+            let name = relative.split(separator: "/").last.map(String.init) ?? relative
+            if name == "stepcounter.csv" || name == "manifest.csv" || name == "stats.csv" { continue }
+            if let truthPath = StepTruth.companionPath(of: base + relative),
+                FileManager.default.fileExists(atPath: truthPath)
+            {
+                let truth = try StepTruth.read(path: truthPath).count
+                let folderName = relative.split(separator: "/").dropLast().last.map(String.init) ?? ""
+                recordings.append(
+                    LabelledRecording(
+                        path: base + relative, name: relative, format: nil,
+                        placement: placement(fromName: folderName), kind: truth == 0 ? .nowalk : .walk,
+                        truth: truth))
+                continue
+            }
+            guard LabelledSet.truth(fromFileName: relative) != nil else {
+                warn("\(base + relative): not scored: the file name carries no step count")
+                continue
+            }
+            var recording = try LabelledSet.recording(fileNamed: base + relative)
+            recording.name = relative
+            recordings.append(recording)
+        }
+        return recordings
+    }
+
+    /// The carrying position named in an Oxford folder name (`Pixel_Jamie_Hard_BackPocket_1`).
+    public static func placement(fromName name: String) -> String {
+        let lower = name.lowercased()
+        let known: [(String, String)] = [
+            ("swingingarm", "hand-swinging"), ("inhand", "hand"), ("armband", "armband"),
+            ("backpocket", "back-pocket"), ("frontpocket", "front-pocket"), ("neckpouch", "neck-pouch"),
+            ("purse", "bag"), ("bag", "bag"), ("wrist", "wrist"),
+        ]
+        for (needle, placement) in known where lower.contains(needle) { return placement }
+        return "unknown"
+    }
+}

@@ -1,0 +1,132 @@
+import Foundation
+import StepGateTestSupport
+import Testing
+
+#if canImport(FoundationXML)
+    import FoundationXML
+#endif
+
+/// End-to-end tests of `stepgate tune` and `stepgate plot` on the bundled samples, with tiny
+/// budgets (the debug binary; a few hundred detector runs in all).
+@Suite("stepgate tune and plot")
+struct TuneCommandTests {
+    private func stepgate(_ arguments: [String]) throws -> ProcessResult {
+        try runProcess(Fixtures.stepgateExecutable, arguments)
+    }
+
+    private var manifest: String { Fixtures.samples.appendingPathComponent("manifest.csv").path }
+
+    private func read(_ folder: URL, _ name: String) throws -> String {
+        try String(contentsOf: folder.appendingPathComponent(name), encoding: .utf8)
+    }
+
+    @Test func tuneWritesTheConfigurationReportAndFigures() throws {
+        let folder = try Fixtures.temporaryFolder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let result = try stepgate([
+            "tune", manifest, "--budget", "6", "--folds", "2", "--cv-budget", "3", "--output", folder.path,
+        ])
+        #expect(result.status == 0, "\(result.standardError)")
+        #expect(result.standardOutput.contains("walks MAPE %"))
+        #expect(result.standardOutput.contains("configurations/s"))
+        for name in ["best.json", "report.md", "objective.svg", "placements.svg", "space.json"] {
+            #expect(
+                FileManager.default.fileExists(atPath: folder.appendingPathComponent(name).path), "\(name)")
+        }
+        let report = try read(folder, "report.md")
+        #expect(report.contains("## Summary"))
+        #expect(report.contains("## Per recording"))
+        #expect(report.contains("walk-front-pocket-303.csv"))
+        #expect(report.contains("after (k-fold)"))
+        for name in ["objective.svg", "placements.svg"] {
+            #expect(XMLParser(data: Data(try read(folder, name).utf8)).parse(), "\(name)")
+        }
+        // best.json is a valid configuration for --config.
+        let check = try stepgate(["config", folder.appendingPathComponent("best.json").path])
+        #expect(check.status == 0, "\(check.standardError)")
+    }
+
+    @Test func aSeedReproducesTheBestConfigurationWithAnyJobs() throws {
+        var outputs: [String] = []
+        for jobs in ["1", "2"] {
+            let folder = try Fixtures.temporaryFolder()
+            defer { try? FileManager.default.removeItem(at: folder) }
+            let result = try stepgate([
+                "tune", manifest, "--budget", "10", "--folds", "0", "--no-placement-cv", "--seed", "7",
+                "--jobs", jobs, "--output", folder.path,
+            ])
+            #expect(result.status == 0, "\(result.standardError)")
+            outputs.append(try read(folder, "best.json"))
+        }
+        #expect(outputs[0] == outputs[1])
+    }
+
+    @Test(arguments: [
+        (["tune"], "missing expected argument '<set>...'"),
+        (["tune", "m.csv", "--budget", "0"], "invalid value '0' for '--budget'"),
+        (["tune", "m.csv", "--time", "soon"], "invalid value 'soon' for '--time'"),
+        (["tune", "m.csv", "--folds", "1"], "invalid value '1' for '--folds'"),
+        (["tune", "m.csv", "--jobs", "0"], "invalid value '0' for '--jobs'"),
+        (["tune", "m.csv", "--false-step-weight", "-1"], "invalid value '-1' for '--false-step-weight'"),
+        (["plot"], "missing expected argument '<file>'"),
+        (["plot", "a.csv", "b.csv"], "unexpected argument 'b.csv'"),
+        (["plot", "a.csv", "--from", "20", "--to", "10"], "'--from' must be before '--to'"),
+    ])
+    func usageErrorsExit64(arguments: [String], message: String) throws {
+        let result = try stepgate(arguments)
+        #expect(result.status == 64)
+        #expect(result.standardError.contains("Error: \(message)"), "\(result.standardError)")
+    }
+
+    @Test func aBadSpaceFileNamesTheFileAndKey() throws {
+        let folder = try Fixtures.temporaryFolder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let space = folder.appendingPathComponent("space.json")
+        try #"{"minimumPeak": {"min": 0.2, "max": 0.1}}"#.write(to: space, atomically: true, encoding: .utf8)
+        let result = try stepgate(["tune", manifest, "--space", space.path, "--output", folder.path])
+        #expect(result.status == 1)
+        #expect(
+            result.standardError.contains("space.json: 'minimumPeak': expected min ≤ max"),
+            "\(result.standardError)")
+    }
+
+    @Test func aTimeLimitEndsTheSearchAndStillWritesTheBest() throws {
+        let folder = try Fixtures.temporaryFolder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let result = try stepgate([
+            "tune", manifest, "--time", "1s", "--folds", "0", "--no-placement-cv", "--output", folder.path,
+        ])
+        #expect(result.status == 0, "\(result.standardError)")
+        #expect(FileManager.default.fileExists(atPath: folder.appendingPathComponent("best.json").path))
+    }
+
+    @Test func printSpaceShowsTheDefaults() throws {
+        let result = try stepgate(["tune", "--print-space"])
+        #expect(result.status == 0)
+        #expect(result.standardOutput.contains(#""stepsToConfirm": {"min": 6, "max": 12, "integer": true}"#))
+    }
+
+    @Test func plotDrawsTheSignalAndSteps() throws {
+        let folder = try Fixtures.temporaryFolder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let output = folder.appendingPathComponent("walk.svg").path
+        let result = try stepgate([
+            "plot", Fixtures.samples.appendingPathComponent("walk-wrist-100.csv").path, "--from", "10",
+            "--to", "40",
+            "-o", output,
+        ])
+        #expect(result.status == 0, "\(result.standardError)")
+        #expect(result.standardOutput.hasPrefix("wrote \(output): "))
+        let svg = try String(contentsOfFile: output, encoding: .utf8)
+        #expect(XMLParser(data: Data(svg.utf8)).parse())
+        #expect(svg.contains("filtered signal"))
+        #expect(svg.contains("<polygon"))
+        #expect(svg.contains("time (s)"))
+    }
+
+    @Test func plotOfAMissingFileFails() throws {
+        let result = try stepgate(["plot", "/nonexistent/walk.csv"])
+        #expect(result.status == 1)
+        #expect(result.standardError.contains("/nonexistent/walk.csv"))
+    }
+}
