@@ -415,7 +415,11 @@ final class Daemon {
     {
         var lastTick = SystemClock.bootTime()
         while !Task.isCancelled {
-            try? await Task.sleep(for: .milliseconds(250))
+            // Sleep to the wake-up if it is close, so a relock lands on time; else poll 4 times a
+            // second (a newly armed, earlier wake-up is noticed within that).
+            var pause = Duration.milliseconds(250)
+            if let due = wake.due { pause = max(.zero, min(pause, due - SystemClock.bootTime())) }
+            try? await Task.sleep(for: pause)
             let now = SystemClock.bootTime()
             if let due = wake.due, now >= due {
                 wake.clear()
