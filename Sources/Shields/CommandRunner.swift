@@ -68,7 +68,15 @@ public struct CommandRunner: Sendable {
             for p in envp { free(p) }
         }
         var pid: pid_t = 0
-        let spawned = posix_spawn(&pid, executable, &actions, nil, argv, envp)
+        var spawned = posix_spawn(&pid, executable, &actions, nil, argv, envp)
+        // ETXTBSY: the program was being written (an update in progress, or another thread's
+        // child still holds a descriptor to it open for writing); it clears within moments.
+        var attempts = 0
+        while spawned == ETXTBSY && attempts < 20 {
+            usleep(50_000)
+            attempts += 1
+            spawned = posix_spawn(&pid, executable, &actions, nil, argv, envp)
+        }
         close(writeEnd)
         guard spawned == 0 else {
             close(readEnd)

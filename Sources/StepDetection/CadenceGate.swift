@@ -45,6 +45,8 @@ public struct CadenceGate: Sendable {
     @usableFromInline let bridgesGaps: Bool
     @usableFromInline let periodCorrelation: Float
     @usableFromInline let halfPeriodCorrelation: Float
+    /// Whether the last interval while walking was filled with a missed step.
+    @usableFromInline var filledLastInterval = false
     /// Whether the current walk has one peak per stride (two steps per peak).
     @usableFromInline var striding = false
 
@@ -131,7 +133,19 @@ public struct CadenceGate: Sendable {
             let n = (d / p).rounded()
             let most: Double = fillsMissedSteps ? (striding ? 4 : 2) : (striding ? 2 : 1)
             if n >= 1 && n <= most && abs(d - n * p) <= tolerance * p {
-                let steps = Int(n)
+                var steps = Int(n)
+                var correctedPeriod = false
+                if !striding && steps >= 2 {
+                    // Missed steps are exceptions: two fills in a row mean the period followed is
+                    // a fraction of the real one. Count this interval as one step and re-learn it.
+                    if filledLastInterval {
+                        steps = 1
+                        correctedPeriod = true
+                    }
+                    filledLastInterval = !correctedPeriod
+                } else {
+                    filledLastInterval = false
+                }
                 let base = lastStep
                 let span = time &- lastStep
                 var k = 1
@@ -140,7 +154,11 @@ public struct CadenceGate: Sendable {
                     k &+= 1
                 }
                 emit(time)
-                period += 0.25 * (d / n - p)
+                if correctedPeriod {
+                    period = d
+                } else {
+                    period += 0.25 * (d / n - p)
+                }
                 lastStep = time
                 creditedUntil = time
                 // A step period too slow for walking, or a signal that repeats at half of it:
@@ -235,10 +253,6 @@ public struct CadenceGate: Sendable {
         if history.correlation(atLag: Int64(chainPeriod)) < periodCorrelation {
             if history.correlation(atLag: Int64(chainPeriod * 2)) < periodCorrelation { return }
         }
-        striding = chainPeriod >= Double(strideThreshold)
-        if !striding {
-            striding = history.correlation(atLag: Int64(chainPeriod * 0.5)) >= halfPeriodCorrelation
-        }
         var members = InlineArray<64, Int64>(repeating: 0)
         var units = InlineArray<64, Int32>(repeating: 1)
         var k = newest
@@ -252,6 +266,19 @@ public struct CadenceGate: Sendable {
             n &+= 1
             if t <= creditedUntil { break }
             k = previous[k % Self.capacity]
+        }
+        // A chain most of whose links bridge a "missing" peak has half the real period (a start-up
+        // transient or an echo set it): every link is one period of the real rhythm.
+        var period = chainPeriod
+        var bridged = 0
+        for m in 0..<max(0, n &- 1) where units[m] == 2 { bridged &+= 1 }
+        if bridged * 2 > n &- 1 {
+            for m in 0..<n { units[m] = 1 }
+            period = chainPeriod * 2
+        }
+        striding = period >= Double(strideThreshold)
+        if !striding {
+            striding = history.correlation(atLag: Int64(period * 0.5)) >= halfPeriodCorrelation
         }
         var i = n
         while i > 0 {
@@ -270,10 +297,11 @@ public struct CadenceGate: Sendable {
             }
             if t > creditedUntil { emit(t) }
         }
-        period = striding ? chainPeriod / 2 : chainPeriod
+        self.period = striding ? period / 2 : period
         lastStep = members[0]
         creditedUntil = members[0]
         walking = true
+        filledLastInterval = false
     }
 
     /// Forgets all history; unconfirmed peaks are dropped.
@@ -283,5 +311,6 @@ public struct CadenceGate: Sendable {
         bestChain = 0
         period = 0
         creditedUntil = .min
+        filledLastInterval = false
     }
 }

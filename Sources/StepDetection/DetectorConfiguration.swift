@@ -14,13 +14,13 @@ public struct DetectorConfiguration: Sendable, Hashable, Codable {
     /// changes.
     public var highPassCutoff: Double = 0.6
     /// Low-pass cut-off of the band-pass filter, in hertz: removes impact ringing and jitter.
-    public var lowPassCutoff: Double = 2.0
+    public var lowPassCutoff: Double = 2.39
     /// Time constant, in seconds, of the running RMS that scales the adaptive peak threshold.
     public var envelopeTime: Double = 1.5
     /// A peak must rise above this multiple of the running RMS of the filtered signal.
-    public var peakThreshold: Double = 0.7
+    public var peakThreshold: Double = 0.561
     /// A peak must also rise above this absolute height, in g (the activity gate).
-    public var minimumPeak: Double = 0.06
+    public var minimumPeak: Double = 0.072
     /// Shortest plausible interval between two steps, in seconds (a cadence of 3.3 steps/s); also the
     /// window within which only the highest of several peaks is kept.
     public var minimumStepInterval: Double = 0.3
@@ -29,17 +29,17 @@ public struct DetectorConfiguration: Sendable, Hashable, Codable {
     public var maximumStepInterval: Double = 1.3
     /// How much an interval may differ, as a fraction, from the one one or two steps back and
     /// still count as rhythmic.
-    public var regularityTolerance: Double = 0.3
+    public var regularityTolerance: Double = 0.325
     /// How many rhythmic steps (chain periods; one missing peak may be bridged) confirm a walk;
     /// the chain's steps are then credited all at once.
-    public var stepsToConfirm: Int = 8
+    public var stepsToConfirm: Int = 7
     /// While walking, an interval of about two step periods counts as two steps (the weaker
     /// foot's peak faded below the threshold); a confirming chain may bridge one such gap.
     public var fillMissedSteps: Bool = true
     /// A rhythm of peaks slower than this, in seconds, is taken as one peak per stride (two
     /// steps), as at the wrist, where the arm swing can dominate the footfalls. Human walking
     /// cadence rarely falls below about 70 steps a minute (0.85 s a step).
-    public var strideThreshold: Double = 0.9
+    public var strideThreshold: Double = 0.879
     /// Most peaks a rhythmic chain may leave out between two of its links (echoes of a footfall,
     /// the weaker step at the wrist). Random bumps need many left out to look rhythmic.
     public var maximumSkippedPeaks: Int = 63
@@ -49,10 +49,10 @@ public struct DetectorConfiguration: Sendable, Hashable, Codable {
     /// `correlationWindow` correlates at least this much (normalised autocorrelation, −1...1)
     /// with itself one chain period or two chain periods earlier: walking repeats stride after
     /// stride, bumps in a car do not.
-    public var periodCorrelation: Double = 0.5
+    public var periodCorrelation: Double = 0.631
     /// A rhythm whose filtered signal correlates at least this much with itself at half the
     /// peak period has one peak per stride (the peaks skip every other step).
-    public var halfPeriodCorrelation: Double = 0.4
+    public var halfPeriodCorrelation: Double = 0.565
     /// Length of signal, in seconds, over which those correlations are measured (at most 6.4 s
     /// at the default rate: the history holds 256 internal samples, and the lag needs room too).
     public var correlationWindow: Double = 4

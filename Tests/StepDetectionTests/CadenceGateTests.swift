@@ -145,4 +145,29 @@ struct CadenceGateTests {
         #expect(g.state == .still)
         #expect(feed(&g, [1.5]).isEmpty)
     }
+
+    @Test func aChainWhoseLinksAllMissAPeakHasHalfThePeriod() {
+        // Two start-up peaks 0.4 s apart, then a walk at 0.77 s: the chain first locks on to
+        // 0.4 s, and every later link looks like a "missed step". It must not count double.
+        var g = gate(steps: 7, maximumInterval: 1.3, stride: 0.879)
+        let times = [2.98, 3.40] + (0..<24).map { 3.80 + Double($0) * 0.77 }
+        let steps = feed(&g, times)
+        // (The start-up peaks themselves are peaks of the chain and count: a few steps too many at
+        // most, where a chain followed at half the period would count every step twice.)
+        #expect(
+            steps.count >= times.count - 2 && steps.count <= times.count + 3,
+            "\(steps.count) steps for \(times.count) peaks")
+        #expect(steps == steps.sorted())
+    }
+
+    @Test func twoFilledIntervalsInARowRelearnThePeriod() {
+        // Walking at 0.5 s, then the walker slows to 1.0 s steps (within the stride threshold):
+        // the first long interval may be a missed step, the second says the period changed.
+        var g = gate(steps: 4, maximumInterval: 1.3, stride: 1.2)
+        let fast = (0..<6).map { Double($0) * 0.5 }
+        let slow = (1...10).map { 2.5 + Double($0) * 1.0 }
+        let steps = feed(&g, fast + slow)
+        #expect(steps.count <= fast.count + slow.count + 1, "\(steps.count)")
+        #expect(steps.count >= fast.count + slow.count - 1, "\(steps.count)")
+    }
 }

@@ -8,9 +8,8 @@ import Testing
 
 /// Accuracy of the default detector on the labelled development recordings in
 /// `../shared/data`, against the product targets: walks MAPE ≤ 3 %, every placement ≤ 6 %,
-/// ≤ 10 false steps per hour on no-walk logs, long wrist walks within 3 %. The 3,070-step walk
-/// is the one target not met yet (−6.3 %); its bound is the measured figure, so a regression
-/// still fails.
+/// ≤ 10 false steps per hour on no-walk logs, long wrist walks within 3 % (in-sample: the
+/// defaults were tuned on this set; held-out figures come from `stepgate tune`).
 @Suite(.enabled(if: Fixtures.sharedDataAvailable, "../shared/data is not present"))
 struct DevelopmentSetAccuracyTests {
     static func evaluate() throws -> [EvaluationResult] {
@@ -44,8 +43,7 @@ struct DevelopmentSetAccuracyTests {
         #expect(long.count == 2)
         for result in long {
             let error = abs(try #require(result.percentError))
-            let bound = result.recording.truth == 3070 ? 7.0 : 3.0
-            #expect(error <= bound, "\(result.recording.name): \(error) %")
+            #expect(error <= 3, "\(result.recording.name): \(error) %")
         }
     }
 }
