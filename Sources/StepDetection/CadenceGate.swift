@@ -108,6 +108,10 @@ public struct CadenceGate: Sendable {
         return bestChain >= 2 ? .confirming(count: Int(bestChain)) : .still
     }
 
+    /// Whether a walk is confirmed.
+    @inlinable
+    public var isWalking: Bool { walking }
+
     /// The step period being followed while walking, in seconds; 0 otherwise.
     public var stepPeriod: Double { walking ? period / 1e9 : 0 }
 

@@ -29,6 +29,8 @@ public struct PeakDetector: Sendable, Equatable {
     /// Non-maximum suppression: a found peak waits here until no higher one can replace it.
     @usableFromInline let separation: Int64
     @usableFromInline var pending: Peak? = nil
+    /// Whether found peaks wait out the separation (else they are reported at once).
+    public var holdsPeaks = true
 
     /// - Parameters:
     ///   - sampleRate: Rate of the signal, in hertz.
@@ -56,7 +58,7 @@ public struct PeakDetector: Sendable, Equatable {
     @inlinable @inline(__always)
     public mutating func process(_ y: Float, time: Int64) -> Peak? {
         var result: Peak?
-        if let p = pending, time &- p.time >= separation {
+        if let p = pending, !holdsPeaks || time &- p.time >= separation {
             result = p
             pending = nil
         }

@@ -126,6 +126,7 @@ public struct StepDetector: Sendable {
         let y = lowPass.process(highPass.process(magnitude - offset))
         lastFiltered = y
         history.append(y)
+        peaks.holdsPeaks = !gate.isWalking
         if let peak = peaks.process(y, time: time) {
             var count = stepCount
             gate.peak(at: peak.time, height: peak.height, history: history) { stepTime in

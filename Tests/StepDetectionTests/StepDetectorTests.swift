@@ -67,6 +67,32 @@ struct StepDetectorTests {
         #expect(detector.count == events.count)
     }
 
+    @Test func stepsAreEmittedWithin300msOfTheirPeak() {
+        // Raised-cosine steps at 1.8 steps/s, 100 Hz; each raw peak is in the middle of a step.
+        let cadence = 1.8
+        let rawPeaks = (0..<120).map { 2 + (Double($0) + 0.5) / cadence }
+        var detector = StepDetector()
+        var latencies: [Double] = []
+        for i in 0..<Int((4 + 120 / cadence) * 100) {
+            let t = Double(i) / 100
+            let phase = (t - 2) * cadence
+            var v = 0.0
+            if phase >= 0 && phase < 120 {
+                v = 0.25 * (Int(phase) % 2 == 0 ? 1 : 0.8) * (1 - cos(2 * Double.pi * phase)) / 2
+            }
+            var emitted = 0
+            detector.process(AccelerationSample(timestamp: Int64(t * 1e9), x: 0, y: 0, z: Float(1 + v))) {
+                _ in
+                emitted += 1
+            }
+            // Steps reported one by one (not the run credited when the walk is confirmed).
+            if emitted == 1, let peak = rawPeaks.last(where: { $0 <= t }) { latencies.append(t - peak) }
+        }
+        #expect(detector.count >= 118 && detector.count <= 121)
+        #expect(latencies.count > 100)
+        #expect((latencies.max() ?? 1) <= 0.3, "latencies: \(latencies)")
+    }
+
     @Test func aLongGapRestartsTheDetector() {
         // Two walks of 40 steps separated by a 10 s hole in the data.
         let first = walk(steps: 40, stillAfter: 0)
