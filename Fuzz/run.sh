@@ -18,11 +18,11 @@ flags=(-sanitize=fuzzer,address -parse-as-library -g -O -swift-version 6
 echo "building StepDetection, SensorInput and the fuzz target…"
 swiftc "${flags[@]}" -wmo -module-name StepDetection -emit-module -emit-module-path "$build/StepDetection.swiftmodule" \
     -c Sources/StepDetection/*.swift -o "$build/StepDetection.o"
-swiftc "${flags[@]}" -wmo -enable-testing -module-name SensorInput -I "$build" \
+swiftc "${flags[@]}" -wmo -enable-testing -module-name SensorInput -I "$build" -I Sources/CLibIIO \
     -emit-module -emit-module-path "$build/SensorInput.swiftmodule" \
     -c Sources/SensorInput/*.swift -o "$build/SensorInput.o"
-swiftc "${flags[@]}" -I "$build" Fuzz/CSVReaderFuzz.swift "$build/SensorInput.o" "$build/StepDetection.o" \
-    -lm -o "$build/csv-reader-fuzz"
+swiftc "${flags[@]}" -I "$build" -I Sources/CLibIIO Fuzz/CSVReaderFuzz.swift "$build/SensorInput.o" \
+    "$build/StepDetection.o" -lm -liio -o "$build/csv-reader-fuzz"
 
 # Seed corpus: small slices of real files plus one sample of each supported format.
 seeds="$out/seeds"
