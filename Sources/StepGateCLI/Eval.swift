@@ -51,40 +51,10 @@ struct Eval: Command {
         }
     }
 
-    /// Expands manifests and folders into labelled recordings.
+    /// Expands manifests and folders (names carrying the truth, or Oxford-style per-step
+    /// truth) into labelled recordings; files that cannot be scored are named on stderr.
     static func load(_ sets: [String]) throws -> [LabelledRecording] {
-        var recordings: [LabelledRecording] = []
-        for set in sets {
-            var isDirectory: ObjCBool = false
-            guard FileManager.default.fileExists(atPath: set, isDirectory: &isDirectory) else {
-                throw LabelledSetError(path: set, message: "no such file or folder")
-            }
-            if isDirectory.boolValue {
-                let base = set.hasSuffix("/") ? set : set + "/"
-                guard let enumerator = FileManager.default.enumerator(atPath: set) else {
-                    throw LabelledSetError(path: set, message: "cannot list the folder")
-                }
-                var files: [String] = []
-                for case let relative as String in enumerator where relative.lowercased().hasSuffix(".csv") {
-                    files.append(relative)
-                }
-                for relative in files.sorted() {
-                    guard LabelledSet.truth(fromFileName: relative) != nil else {
-                        printError("\(base + relative): not scored: the file name carries no step count")
-                        continue
-                    }
-                    var recording = try LabelledSet.recording(fileNamed: base + relative)
-                    recording.name = relative
-                    recordings.append(recording)
-                }
-            } else {
-                guard let data = FileManager.default.contents(atPath: set) else {
-                    throw LabelledSetError(path: set, message: "cannot read the file")
-                }
-                recordings += try LabelledSet.manifest(text: String(decoding: data, as: UTF8.self), path: set)
-            }
-        }
-        return recordings
+        try LabelledSets.load(sets, warn: { printError($0) })
     }
 
     /// Counts every recording, using all cores; results keep the input order.

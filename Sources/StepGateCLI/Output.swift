@@ -1,4 +1,5 @@
 @preconcurrency import Glibc
+import Tuning
 
 /// Writes to standard error, unbuffered, adding a newline.
 func printError(_ text: String) {
@@ -107,22 +108,8 @@ struct JSONLine {
     }
 }
 
-/// `value` with exactly `decimals` digits after the point, without Foundation.
-func formatFixed(_ value: Double, decimals: Int) -> String {
-    guard value.isFinite else { return value.description }
-    var scale = 1.0
-    for _ in 0..<decimals { scale *= 10 }
-    let scaled = (abs(value) * scale).rounded()
-    guard scaled < 9e18 else { return value.description }
-    let whole = Int64(scaled)
-    let divisor = Int64(scale)
-    var text = String(whole / divisor)
-    if decimals > 0 {
-        let fraction = String(whole % divisor)
-        text += "." + String(repeating: "0", count: decimals - fraction.count) + fraction
-    }
-    return (value < 0 && scaled != 0 ? "-" : "") + text
-}
+/// `value` with exactly `decimals` digits after the point (Tuning's `fixed`).
+func formatFixed(_ value: Double, decimals: Int) -> String { fixed(value, decimals) }
 
 /// Pads `text` on the left to `width` characters.
 func leftPad(_ text: String, _ width: Int) -> String {

@@ -159,7 +159,12 @@ struct CommandLineTests {
         #expect(result.status == 0)
         #expect(result.standardOutput.contains("walk-wrist-100.csv"))
         #expect(result.standardOutput.contains("walks MAPE"))
-        #expect(result.standardError.contains("manifest.csv: not scored"))
+        // manifest.csv is a set description, not a recording: it is passed over.
+        #expect(!result.standardOutput.contains("manifest.csv"))
+        let stray = try temporaryFile("notes.csv", "time_s,x_g,y_g,z_g\n0,0,0,1\n")
+        let folder = (stray as NSString).deletingLastPathComponent
+        let named = try stepgate("eval", folder)
+        #expect(named.standardError.contains("notes.csv: not scored: the file name carries no step count"))
     }
 
     @Test func configPrintsTheExampleAndRejectsBadFiles() throws {
