@@ -1,4 +1,5 @@
 import Foundation
+@preconcurrency import Glibc
 import UnlockPolicy
 
 /// Today's step count on disk, so a restart or a device gap never loses the day's steps:
@@ -23,10 +24,15 @@ struct StepLedger {
         return base + "/stepgate/steps.json"
     }
 
+    /// The local calendar day of `date`, `YYYY-MM-DD`. Uses the C library's `localtime_r` (the
+    /// system zone) rather than Foundation's Calendar, which would load ICU — several megabytes
+    /// of resident memory for the live reader.
     static func today(_ date: Date = Date()) -> String {
-        let c = Calendar.current.dateComponents([.year, .month, .day], from: date)
-        func two(_ n: Int?) -> String { n.map { $0 < 10 ? "0\($0)" : "\($0)" } ?? "00" }
-        return "\(c.year ?? 0)-\(two(c.month))-\(two(c.day))"
+        var seconds = time_t(date.timeIntervalSince1970.rounded(.down))
+        var parts = tm()
+        guard localtime_r(&seconds, &parts) != nil else { return "0000-00-00" }
+        func two(_ n: Int32) -> String { n < 10 ? "0\(n)" : "\(n)" }
+        return "\(parts.tm_year + 1900)-\(two(parts.tm_mon + 1))-\(two(parts.tm_mday))"
     }
 
     /// Loads the ledger; a missing file, another day, or an unreadable file (reported
