@@ -1,5 +1,6 @@
 @preconcurrency import Glibc
 import Tuning
+import UnlockPolicy
 
 /// Writes to standard error, unbuffered, adding a newline.
 func printError(_ text: String) {
@@ -89,23 +90,7 @@ struct JSONLine {
 
     var string: String { text + "}" }
 
-    static func quoted(_ s: String) -> String {
-        var out = "\""
-        for scalar in s.unicodeScalars {
-            switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\t": out += "\\t"
-            case let c where c.value < 0x20:
-                let hex = String(c.value, radix: 16)
-                out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
-            default: out.unicodeScalars.append(scalar)
-            }
-        }
-        return out + "\""
-    }
+    static func quoted(_ s: String) -> String { StrictJSON.quoted(s) }
 }
 
 /// `value` with exactly `decimals` digits after the point (Tuning's `fixed`).

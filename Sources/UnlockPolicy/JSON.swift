@@ -380,7 +380,7 @@ extension JSONValue {
         }
     }
 
-    private static func writeString(_ s: String, to out: inout String) {
+    static func writeString(_ s: String, to out: inout String) {
         out += "\""
         for scalar in s.unicodeScalars {
             switch scalar {

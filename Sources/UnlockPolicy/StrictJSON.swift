@@ -5,4 +5,11 @@ public enum StrictJSON {
     public static func validate(_ bytes: [UInt8]) throws(JSONPathError) {
         _ = try JSONValue.parse(bytes: bytes)
     }
+
+    /// `text` as a JSON string literal, quotes included (control characters escaped).
+    public static func quoted(_ text: String) -> String {
+        var out = ""
+        JSONValue.writeString(text, to: &out)
+        return out
+    }
 }
