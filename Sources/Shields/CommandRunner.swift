@@ -67,15 +67,28 @@ public struct CommandRunner: Sendable {
             for p in argv { free(p) }
             for p in envp { free(p) }
         }
+        // The child starts with every signal at its default action and none blocked, whatever
+        // the daemon ignores (SIGPIPE, SIGTERM while it waits for its own signal sources): a
+        // timed-out hook must die of the SIGTERM it is sent.
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        var all = sigset_t()
+        sigfillset(&all)
+        var none = sigset_t()
+        sigemptyset(&none)
+        posix_spawnattr_setsigdefault(&attributes, &all)
+        posix_spawnattr_setsigmask(&attributes, &none)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK))
         var pid: pid_t = 0
-        var spawned = posix_spawn(&pid, executable, &actions, nil, argv, envp)
+        var spawned = posix_spawn(&pid, executable, &actions, &attributes, argv, envp)
         // ETXTBSY: the program was being written (an update in progress, or another thread's
         // child still holds a descriptor to it open for writing); it clears within moments.
         var attempts = 0
         while spawned == ETXTBSY && attempts < 20 {
             usleep(50_000)
             attempts += 1
-            spawned = posix_spawn(&pid, executable, &actions, nil, argv, envp)
+            spawned = posix_spawn(&pid, executable, &actions, &attributes, argv, envp)
         }
         close(writeEnd)
         guard spawned == 0 else {

@@ -3,21 +3,27 @@ import Foundation
 import Synchronization
 public import UnlockPolicy
 
-/// Denies executing selected programs with the kernel's fanotify permission events
-/// (`FAN_OPEN_EXEC_PERM`), while their store is shielded.
+/// Denies running selected programs with the kernel's fanotify permission events, while their
+/// store is shielded.
+///
+/// Two events are answered for each shielded file: executing it (`FAN_OPEN_EXEC_PERM`) is
+/// denied to everyone, and opening it at all (`FAN_OPEN_PERM`) is denied to every process
+/// that is not wholly root (real, effective, saved and file-system user ids 0) and not in the
+/// admin group. So a gated user cannot run the program through the dynamic loader
+/// (`ld.so PROGRAM`), an interpreter (`sh script`), a copy, or `memfd_create` + `fexecve` of
+/// its bytes: each of those has to open the file first. Root and the admin group can still
+/// read it, so package managers upgrade it as usual.
 ///
 /// Only the selected programs' inodes are marked — not mounts or filesystems — so unrelated
 /// programs generate no events at all and cost nothing, and a bug here can only ever delay
-/// the shielded programs. A dedicated thread answers every permission event at once: deny
-/// when the file's (device, inode) is shielded, allow otherwise. If StepGate dies, the kernel
-/// closes the fanotify group and allows everything.
+/// the shielded programs. A dedicated thread answers every permission event at once. If
+/// StepGate dies, the kernel closes the fanotify group and allows everything.
 ///
 /// Programs are matched by their resolved path (symlinks followed; a bare name is looked up on
 /// `PATH`), and desktop categories through the `.desktop` files' `Exec=` lines. Every
-/// ``refresh()`` (call it on each reconcile) re-resolves and re-marks, so an upgraded binary (a
-/// new inode) is shielded again. A copy of the program elsewhere is a different file and is not
-/// caught: for your own habits that is a promise to yourself; for a child's account, mount the
-/// user-writable filesystems `noexec`.
+/// ``refresh()`` re-resolves and re-marks, so a replaced or upgraded binary (a new inode) is
+/// shielded again; the folders of shielded programs are watched (inotify), and `onChange` is
+/// called when something in them changes, so the owner can refresh at once.
 ///
 /// Needs `CAP_SYS_ADMIN` (root) and a kernel with `CONFIG_FANOTIFY_ACCESS_PERMISSIONS`.
 public final class ExecDenyShield: Shield {
@@ -34,6 +40,8 @@ public final class ExecDenyShield: Shield {
     /// What the responder thread denies; shared with it.
     private let denied: Denied
     private var responder: Thread?
+    /// Watches the folders of shielded files; see ``onChange``.
+    private let watcher: FolderWatcher?
 
     struct FileID: Hashable, Sendable {
         var device: UInt64
@@ -44,20 +52,37 @@ public final class ExecDenyShield: Shield {
         let files = Mutex<[FileID: String]>([:])
         let counters = Mutex<(allowed: Int, denied: Int)>((0, 0))
         let stopped = Atomic<Bool>(false)
+        /// The group whose members may open shielded files (besides root).
+        let privilegedGroup: UInt32?
+
+        init(privilegedGroup: UInt32?) { self.privilegedGroup = privilegedGroup }
     }
+
+    /// Called (on the watcher's thread) when a folder holding a shielded file changes: a file
+    /// was created, moved in, replaced or removed there. Refresh from your own loop.
+    public var onChange: (@Sendable () -> Void)? {
+        get { watcher?.onChange.withLock { $0 } }
+        set { watcher?.onChange.withLock { $0 = newValue } }
+    }
+
+    /// The events marked on every shielded file.
+    static let marks = UInt64(FAN_OPEN_EXEC_PERM) | UInt64(FAN_OPEN_PERM)
 
     /// Opens a fanotify group and starts the responder thread.
     ///
     /// - Parameters:
     ///   - searchPath: `PATH` for resolving program names.
     ///   - applicationDirectories: Where `.desktop` files are looked for.
+    ///   - privilegedGroup: The admin group's id: its members (and root) may still open the
+    ///     shielded files, though not execute them.
     public init(
         searchPath: String =
             "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin:/usr/games:/usr/local/games",
         applicationDirectories: [String] = [
             "/usr/share/applications", "/usr/local/share/applications",
             "/var/lib/flatpak/exports/share/applications",
-        ]
+        ],
+        privilegedGroup: UInt32? = nil
     ) throws(ShieldError) {
         self.searchPath = searchPath
         self.applicationDirectories = applicationDirectories
@@ -81,7 +106,8 @@ public final class ExecDenyShield: Shield {
             }
         }
         group = fd
-        denied = Denied()
+        denied = Denied(privilegedGroup: privilegedGroup)
+        watcher = FolderWatcher()
         let thread = Thread { [group, denied] in
             ExecDenyShield.respond(group: group, denied: denied)
         }
@@ -99,6 +125,7 @@ public final class ExecDenyShield: Shield {
             waited += 1
         }
         close(group)  // the kernel allows every pending event of a closed group
+        watcher?.stop()
     }
 
     /// Permission events answered so far: allowed and denied.
@@ -135,23 +162,41 @@ public final class ExecDenyShield: Shield {
     }
 
     /// Re-resolves every shielded target, marks the files, and unmarks those no longer shielded.
+    ///
+    /// - Throws: Every problem, for every store, in one error.
     public func refresh() throws(ShieldError) {
+        let problems = recheck()
+        if !problems.isEmpty {
+            let text = Set(problems.values.map(\.message)).sorted().joined(separator: "; ")
+            throw ShieldError(shield: name, message: text)
+        }
+    }
+
+    /// Re-resolves and re-marks every shielded target (see ``refresh()``); returns the problems
+    /// per store (empty when every shielded file is marked).
+    public func recheck() -> [String: ShieldError] {
         var wanted: [FileID: String] = [:]
-        var problems: [String] = []
+        var problemsByTarget: [Target: [String]] = [:]
+        var folders: Set<String> = []
         for target in targets.values.reduce(into: Set(), { $0.formUnion($1) }).sorted() {
+            var problems: [String] = []
+            defer { if !problems.isEmpty { problemsByTarget[target] = problems } }
             do {
                 let paths = try resolve(target)
                 if paths.isEmpty && target.kind == .executable {
                     problems.append("\(target.value): not found")
                 }
+                if target.kind == .executable, target.value.hasPrefix("/") {
+                    folders.insert(parentFolder(target.value))
+                }
                 for path in paths {
+                    folders.insert(parentFolder(path))
                     guard let id = fileID(path) else {
                         problems.append("\(path): cannot stat")
                         continue
                     }
                     if marked[id] == nil {
-                        let result = fanotify_mark(
-                            group, UInt32(FAN_MARK_ADD), UInt64(FAN_OPEN_EXEC_PERM), AT_FDCWD, path)
+                        let result = fanotify_mark(group, UInt32(FAN_MARK_ADD), Self.marks, AT_FDCWD, path)
                         if result != 0 {
                             problems.append("\(path): fanotify_mark: \(String(cString: strerror(errno)))")
                             continue
@@ -169,13 +214,24 @@ public final class ExecDenyShield: Shield {
         // file (otherwise the mark is harmless: the file is allowed, and the mark dies with it).
         for (id, path) in marked where wanted[id] == nil {
             if fileID(path) == id {
-                _ = fanotify_mark(group, UInt32(FAN_MARK_REMOVE), UInt64(FAN_OPEN_EXEC_PERM), AT_FDCWD, path)
+                _ = fanotify_mark(group, UInt32(FAN_MARK_REMOVE), Self.marks, AT_FDCWD, path)
             }
             marked[id] = nil
         }
-        if !problems.isEmpty {
-            throw ShieldError(shield: name, message: problems.joined(separator: "; "))
+        watcher?.watch(folders)
+        var result: [String: ShieldError] = [:]
+        for (store, set) in targets {
+            let messages = set.sorted().flatMap { problemsByTarget[$0] ?? [] }
+            if !messages.isEmpty {
+                result[store] = ShieldError(shield: name, message: messages.joined(separator: "; "))
+            }
         }
+        return result
+    }
+
+    private func parentFolder(_ path: String) -> String {
+        guard let slash = path.lastIndex(of: "/") else { return "." }
+        return slash == path.startIndex ? "/" : String(path[..<slash])
     }
 
     /// The files a target stands for.
@@ -252,12 +308,23 @@ public final class ExecDenyShield: Shield {
                 if event.event_len < UInt32(header) { break }
                 if event.fd >= 0 {
                     var verdict = UInt32(FAN_ALLOW)
-                    if event.mask & UInt64(FAN_OPEN_EXEC_PERM) != 0 {
-                        var info = stat()
-                        if fstat(event.fd, &info) == 0 {
-                            let id = FileID(device: UInt64(info.st_dev), inode: UInt64(info.st_ino))
-                            if denied.files.withLock({ $0[id] != nil }) { verdict = UInt32(FAN_DENY) }
+                    var info = stat()
+                    if fstat(event.fd, &info) == 0 {
+                        let id = FileID(device: UInt64(info.st_dev), inode: UInt64(info.st_ino))
+                        if denied.files.withLock({ $0[id] != nil }) {
+                            // Executing is denied to everyone; opening to all but root and the
+                            // admin group (decided by the opener's credentials, read now).
+                            if event.mask & UInt64(FAN_OPEN_EXEC_PERM) != 0 {
+                                verdict = UInt32(FAN_DENY)
+                            } else if event.mask & UInt64(FAN_OPEN_PERM) != 0 {
+                                let opener = ProcessCredentials(pid: event.pid)
+                                if opener?.isPrivileged(group: denied.privilegedGroup) != true {
+                                    verdict = UInt32(FAN_DENY)
+                                }
+                            }
                         }
+                    } else {
+                        verdict = UInt32(FAN_DENY)  // cannot tell which file: fail closed
                     }
                     var response = fanotify_response(fd: event.fd, response: verdict)
                     _ = withUnsafeBytes(of: &response) { write(group, $0.baseAddress, $0.count) }
@@ -273,6 +340,137 @@ public final class ExecDenyShield: Shield {
 }
 
 @available(*, unavailable) extension ExecDenyShield: Sendable {}
+
+/// A process's user and group ids, from `/proc/PID/status`.
+struct ProcessCredentials: Equatable {
+    /// Real, effective, saved and file-system user ids.
+    var uids: [UInt32]
+    /// Real, effective, saved and file-system group ids.
+    var gids: [UInt32]
+    /// Supplementary groups.
+    var groups: [UInt32]
+
+    /// Reads the credentials of process `pid`; `nil` when it is gone or cannot be read.
+    init?(pid: Int32) {
+        guard pid > 0 else { return nil }
+        let fd = open("/proc/\(pid)/status", O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
+        var bytes = [UInt8](repeating: 0, count: 8192)
+        var count = 0
+        while count < bytes.count {
+            let n = bytes.withUnsafeMutableBytes { read(fd, $0.baseAddress! + count, $0.count - count) }
+            if n < 0 && errno == EINTR { continue }
+            if n <= 0 { break }
+            count += n
+        }
+        self.init(status: String(decoding: bytes[0..<count], as: UTF8.self))
+    }
+
+    /// Parses the text of a `/proc/PID/status` file.
+    init?(status text: String) {
+        var uids: [UInt32]?
+        var gids: [UInt32]?
+        var groups: [UInt32] = []
+        for line in text.split(separator: "\n") {
+            func numbers() -> [UInt32]? {
+                let words = line.split(whereSeparator: { $0 == " " || $0 == "\t" }).dropFirst()
+                let values = words.compactMap { UInt32($0) }
+                return values.count == words.count ? values : nil
+            }
+            if line.hasPrefix("Uid:") {
+                uids = numbers()
+            } else if line.hasPrefix("Gid:") {
+                gids = numbers()
+            } else if line.hasPrefix("Groups:") {
+                groups = numbers() ?? []
+            }
+        }
+        guard let uids, uids.count == 4, let gids, gids.count == 4 else { return nil }
+        self.uids = uids
+        self.gids = gids
+        self.groups = groups
+    }
+
+    /// Wholly root (every user id 0), or a member of `group`.
+    func isPrivileged(group: UInt32?) -> Bool {
+        if uids.allSatisfy({ $0 == 0 }) { return true }
+        guard let group else { return false }
+        return gids.contains(group) || groups.contains(group)
+    }
+}
+
+/// Watches folders with inotify on a thread of its own and calls `onChange` when an entry in
+/// one of them is created, moved in or out, replaced, deleted or has its attributes changed.
+final class FolderWatcher: Sendable {
+    let onChange = Mutex<(@Sendable () -> Void)?>(nil)
+    private let fd: Int32
+    private let watches = Mutex<[String: Int32]>([:])
+    private let stopped = Atomic<Bool>(false)
+
+    init?() {
+        fd = inotify_init1(Int32(IN_CLOEXEC | IN_NONBLOCK))
+        guard fd >= 0 else { return nil }
+        let thread = Thread { [self] in run() }
+        thread.name = "stepgate-exec-watch"
+        thread.start()
+    }
+
+    /// Watches exactly `folders` (adding and removing watches as needed).
+    func watch(_ folders: Set<String>) {
+        let mask = UInt32(
+            IN_CREATE | IN_MOVED_TO | IN_MOVED_FROM | IN_DELETE | IN_ATTRIB | IN_CLOSE_WRITE | IN_DELETE_SELF
+                | IN_MOVE_SELF)
+        watches.withLock { current in
+            for (folder, descriptor) in current where !folders.contains(folder) {
+                inotify_rm_watch(fd, descriptor)
+                current[folder] = nil
+            }
+            for folder in folders where current[folder] == nil {
+                let descriptor = inotify_add_watch(fd, folder, mask)
+                if descriptor >= 0 { current[folder] = descriptor }
+            }
+        }
+    }
+
+    func stop() {
+        stopped.store(true, ordering: .relaxed)
+    }
+
+    private func run() {
+        var buffer = [UInt8](repeating: 0, count: 8192)
+        var poller = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+        while !stopped.load(ordering: .relaxed) {
+            guard poll(&poller, 1, 100) > 0 else { continue }
+            var changed = false
+            while true {
+                let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+                if n <= 0 { break }
+                changed = true
+                // struct inotify_event { int wd; uint32_t mask, cookie, len; char name[]; }
+                var offset = 0
+                while offset + 16 <= n {
+                    let (wd, mask, length) = buffer.withUnsafeBytes {
+                        (
+                            $0.loadUnaligned(fromByteOffset: offset, as: Int32.self),
+                            $0.loadUnaligned(fromByteOffset: offset + 4, as: UInt32.self),
+                            $0.loadUnaligned(fromByteOffset: offset + 12, as: UInt32.self)
+                        )
+                    }
+                    if mask & UInt32(IN_IGNORED) != 0 {
+                        watches.withLock { current in current = current.filter { $0.value != wd } }
+                    }
+                    offset += 16 + Int(length)
+                }
+            }
+            if changed {
+                // Deleted or moved folders lose their watch; the next refresh watches them again.
+                if let callback = onChange.withLock({ $0 }) { callback() }
+            }
+        }
+        close(fd)
+    }
+}
 
 /// The parts of a freedesktop `.desktop` file the exec shield needs.
 struct DesktopEntry {

@@ -51,6 +51,15 @@ public protocol Shield: AnyObject {
     func remove(_ targets: [Target], context: ShieldContext) throws(ShieldError)
     /// What is in force now, per store, as read back from the system where possible.
     func inForce() throws(ShieldError) -> [String: Set<Target>]
+    /// Checks again that what is applied is still in force and mends what drifted (a replaced
+    /// program, a rewritten file); returns what could not be mended, per store. Called on every
+    /// tick.
+    func recheck() -> [String: ShieldError]
+}
+
+extension Shield {
+    /// Shields with nothing that can drift have nothing to recheck.
+    public func recheck() -> [String: ShieldError] { [:] }
 }
 
 /// The shields of one machine, each given the part of a selection it enforces.
@@ -101,6 +110,15 @@ public final class ShieldSet {
             }
         }
         return errors
+    }
+
+    /// Rechecks every shield (see ``Shield/recheck()``); the problems per store.
+    public func recheck() -> [String: [ShieldError]] {
+        var problems: [String: [ShieldError]] = [:]
+        for shield in shields {
+            for (store, error) in shield.recheck() { problems[store, default: []].append(error) }
+        }
+        return problems
     }
 
     /// What every shield reports in force, merged per store.

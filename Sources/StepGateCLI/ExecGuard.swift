@@ -34,8 +34,13 @@ struct ExecGuard: Command {
         let path = program.contains("/") ? program : CommandRunner().resolve(program) ?? program
         let answer: [String: Any]
         do {
-            answer = try ControlClient.send(
-                ["command": "check", "executable": path], socket: socket, timeout: 10)
+            // Resolved here, by the client: the daemon never touches a path a client sends.
+            var request = ["command": "check", "executable": path]
+            if let real = realpath(path, nil) {
+                request["resolved"] = String(cString: real)
+                free(real)
+            }
+            answer = try ControlClient.send(request, socket: socket, timeout: 10)
         } catch {
             printError("StepGate: \(error)\nNot starting \(program): the guard fails closed.")
             throw ExitCode(126)

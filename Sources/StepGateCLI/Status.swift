@@ -24,8 +24,12 @@ struct Status: Command {
         if json {
             let data = try JSONSerialization.data(withJSONObject: answer, options: [.sortedKeys])
             print(String(decoding: data, as: UTF8.self))
-            return
         }
+        guard answer["ok"] as? Bool == true else {
+            throw ControlSocketError(
+                message: "the daemon refused: \(answer["error"] as? String ?? "no reason given")")
+        }
+        if json { return }
         let today = answer["stepsToday"] as? Int ?? 0
         let sinceStart = answer["stepsSinceStart"] as? Int ?? 0
         print("input: \(answer["input"] as? String ?? "?"), \(today) steps today (\(sinceStart) since start)")

@@ -651,6 +651,9 @@ public struct PolicyEngine: Sendable {
             resolvers.removeAll()
             pruneStores()
             dirty = true
+            // A reload may add targets to a store that is shielded now: reconcile, so they are
+            // applied at once rather than at the next lock change.
+            shieldsDirty = true
             invalidateSchedules()
             notices.append(
                 PolicyNotice(

@@ -154,3 +154,15 @@ struct ShieldSetTests {
         #expect(set.remove(selection, context: ShieldContext(store: "games")).isEmpty)
     }
 }
+
+/// Commands the shields start get default signal dispositions back, whatever the daemon ignores.
+@Suite("command runner signals", .serialized)
+struct CommandRunnerSignalTests {
+    @Test func aTimedOutCommandDiesOfSIGTERMEvenWhenTheDaemonIgnoresIt() throws {
+        let previous = signal(SIGTERM, SIG_IGN)
+        defer { signal(SIGTERM, previous) }
+        let result = try CommandRunner().run(["/bin/sh", "-c", "sleep 10"], timeout: 0.3, shield: "hooks")
+        #expect(result.timedOut)
+        #expect(result.status == 128 + SIGTERM, "status \(result.status): SIGTERM was ignored by the child")
+    }
+}

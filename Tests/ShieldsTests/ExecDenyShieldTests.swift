@@ -86,6 +86,74 @@ struct ExecDenyShieldTests {
         #expect(try run(other) == 0)
     }
 
+    /// The dynamic loader, an interpreter and a copy all open the file first: denied to a gated
+    /// user, while root (a package manager) can still read it.
+    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/setpriv"), "needs setpriv"))
+    func aGatedUserCannotOpenTheShieldedFileAtAll() throws {
+        chmod(folder.path, 0o755)
+        let script = folder.appendingPathComponent("game.sh").path
+        try "#!/bin/sh\necho played\n".write(toFile: script, atomically: true, encoding: .utf8)
+        chmod(script, 0o755)
+        func asNobody(_ command: String) throws -> ProcessResult {
+            try runProcess(
+                URL(fileURLWithPath: "/usr/bin/setpriv"),
+                ["--reuid=nobody", "--regid=nogroup", "--clear-groups", "/bin/sh", "-c", command])
+        }
+        let loader = [
+            "/lib64/ld-linux-x86-64.so.2", "/lib/ld-linux-aarch64.so.1", "/lib/ld-linux-armhf.so.3",
+        ]
+        .first { FileManager.default.isExecutableFile(atPath: $0) }
+        // Before: every route works.
+        #expect(try asNobody("cat '\(program)' > /dev/null").status == 0)
+        #expect(try asNobody("sh '\(script)'").standardOutput.contains("played"))
+        if let loader { #expect(try asNobody("'\(loader)' '\(program)'").status == 0) }
+
+        let shield = try ExecDenyShield()
+        try shield.apply(
+            [Target(kind: .executable, value: program), Target(kind: .executable, value: script)],
+            context: ShieldContext(store: "games"))
+        #expect(try asNobody("'\(program)'").status != 0)
+        if let loader {
+            let viaLoader = try asNobody("'\(loader)' '\(program)'")
+            #expect(viaLoader.status != 0, "the dynamic loader ran the shielded program")
+        }
+        let viaShell = try asNobody("sh '\(script)'")
+        #expect(!viaShell.standardOutput.contains("played"), "an interpreter ran the shielded script")
+        #expect(try asNobody("cat '\(program)' > /dev/null").status != 0, "the shielded file could be read")
+        #expect(
+            try asNobody("cp '\(program)' /tmp/stepgate-copy-$$").status != 0, "the shielded file was copied")
+        #expect(try asNobody("/bin/true").status == 0)
+        // Root (a package manager) reads it; nobody executes it, root included.
+        #expect(FileManager.default.contents(atPath: program) != nil)
+        #expect(try run(program) == 126)
+        try shield.remove(
+            [Target(kind: .executable, value: program), Target(kind: .executable, value: script)],
+            context: ShieldContext(store: "games"))
+        #expect(try asNobody("cat '\(program)' > /dev/null").status == 0)
+    }
+
+    /// The admin group passes the open check (the store's own admins maintain the program).
+    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/setpriv"), "needs setpriv"))
+    func theAdminGroupMayReadTheShieldedFile() throws {
+        chmod(folder.path, 0o755)
+        let shield = try ExecDenyShield(privilegedGroup: 4242)
+        try shield.apply([Target(kind: .executable, value: program)], context: ShieldContext(store: "games"))
+        let admin = try runProcess(
+            URL(fileURLWithPath: "/usr/bin/setpriv"),
+            [
+                "--reuid=nobody", "--regid=nogroup", "--groups=4242", "/bin/sh", "-c",
+                "cat '\(program)' > /dev/null",
+            ])
+        #expect(admin.status == 0, "\(admin.standardError)")
+        let other = try runProcess(
+            URL(fileURLWithPath: "/usr/bin/setpriv"),
+            [
+                "--reuid=nobody", "--regid=nogroup", "--groups=4243", "/bin/sh", "-c",
+                "cat '\(program)' > /dev/null",
+            ])
+        #expect(other.status != 0)
+    }
+
     @Test func aMissingProgramIsReportedNotIgnored() throws {
         let shield = try ExecDenyShield()
         let error = #expect(throws: ShieldError.self) {
@@ -94,6 +162,25 @@ struct ExecDenyShieldTests {
         }
         #expect(error?.message.contains("not found") == true)
         #expect(try shield.inForce().isEmpty)
+    }
+}
+
+@Suite("Process credentials")
+struct ProcessCredentialsTests {
+    @Test func readsTheIdsFromProcStatus() throws {
+        let text = "Name:\tgame\nUid:\t1000\t0\t0\t0\nGid:\t1000\t1000\t1000\t1000\nGroups:\t24 27 4242 \n"
+        let credentials = try #require(ProcessCredentials(status: text))
+        #expect(credentials.uids == [1000, 0, 0, 0])
+        #expect(!credentials.isPrivileged(group: nil), "a set-user-id root program run by a user is not root")
+        #expect(credentials.isPrivileged(group: 4242))
+        #expect(!credentials.isPrivileged(group: 4243))
+        #expect(
+            ProcessCredentials(status: "Uid:\t0\t0\t0\t0\nGid:\t0\t0\t0\t0\nGroups:\n")?.isPrivileged(
+                group: nil) == true)
+        #expect(ProcessCredentials(status: "Uid:\t0\t0\nGid:\t0\t0\t0\t0\n") == nil)
+        #expect(ProcessCredentials(status: "") == nil)
+        #expect(ProcessCredentials(pid: getpid()) != nil)
+        #expect(ProcessCredentials(pid: -1) == nil)
     }
 }
 

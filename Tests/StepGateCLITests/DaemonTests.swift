@@ -3,7 +3,7 @@ import StepGateTestSupport
 import Testing
 
 /// A daemon started for a test, with its files in a temporary folder.
-private final class TestDaemon {
+final class TestDaemon {
     let folder: URL
     let process = Process()
     var socket: String { folder.appendingPathComponent("control.sock").path }
@@ -86,7 +86,7 @@ private final class TestDaemon {
     }
 }
 
-private struct TestFailure: Error, CustomStringConvertible {
+struct TestFailure: Error, CustomStringConvertible {
     var description: String
     init(_ description: String) { self.description = description }
 }

@@ -9,34 +9,56 @@ struct PeerCredentials: Sendable, Equatable {
     var gid: UInt32
 }
 
-/// One control request waiting for the daemon's answer.
+/// The control socket's limits, in one place. Any local user may connect, so every resource a
+/// connection holds is bounded: time, bytes, and connections per user and in all.
+struct ControlLimits: Sendable {
+    /// Longest request line, in bytes.
+    var maximumRequest = 16_384
+    /// From accepting a connection to its complete request line (one deadline, not per byte).
+    var requestDeadline: Duration = .seconds(5)
+    /// How long a client waits for the loop's answer before it is told the daemon is busy.
+    var answerDeadline: Duration = .seconds(30)
+    /// For writing the answer back.
+    var writeDeadline: Duration = .seconds(5)
+    /// Open connections per user. One more closes that user's oldest connection that has not
+    /// sent its request yet (so a user's own idle connections never lock that user out).
+    var perUser = 8
+    /// Open connections in all; past it the oldest idle connection is closed.
+    var total = 128
+    /// After `accept` fails for want of descriptors, how long the listening socket rests.
+    var acceptBackoff: Duration = .milliseconds(100)
+
+    static let standard = ControlLimits()
+}
+
+/// One control request waiting for the daemon's answer. Answering never blocks: the answer is
+/// handed to the server's thread, which writes it when the client can take it.
 final class ControlRequest: Sendable {
-    /// The request object, as parsed from its JSON line.
+    /// The request's `command`.
     let command: String
+    /// The other members of the request object, as text (numbers in their JSON spelling).
     let fields: [String: String]
     let peer: PeerCredentials
     /// Whether the peer may change the policy (root or the admin group).
     let isAdmin: Bool
-    private let reply = Mutex<String?>(nil)
-    private let answered = DispatchSemaphore(value: 0)
+    private let deliver: @Sendable (String) -> Void
+    private let answered = Atomic<Bool>(false)
 
-    init(command: String, fields: [String: String], peer: PeerCredentials, isAdmin: Bool) {
+    init(
+        command: String, fields: [String: String], peer: PeerCredentials, isAdmin: Bool,
+        deliver: @escaping @Sendable (String) -> Void = { _ in }
+    ) {
         self.command = command
         self.fields = fields
         self.peer = peer
         self.isAdmin = isAdmin
+        self.deliver = deliver
     }
 
-    /// Sends the answer (one JSON object) back to the client.
+    /// Sends the answer (one JSON object) back to the client; only the first answer counts.
     func respond(_ json: String) {
-        reply.withLock { $0 = json }
-        answered.signal()
-    }
-
-    /// Waits for the answer; `nil` after `timeout` seconds.
-    func wait(timeout: Double) -> String? {
-        guard answered.wait(timeout: .now() + timeout) == .success else { return nil }
-        return reply.withLock { $0 }
+        guard !answered.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        deliver(json)
     }
 }
 
@@ -46,18 +68,61 @@ struct ControlSocketError: Error, CustomStringConvertible {
     var description: String { message }
 }
 
+/// Reads one request line: a JSON object with a string `command` and string or number members.
+/// Pure, so it can be fuzzed; the error is the message sent back.
+enum ControlRequestDecoder {
+    static func decode(_ line: [UInt8]) -> Result<
+        (command: String, fields: [String: String]), ControlSocketError
+    > {
+        let object: Any
+        do {
+            object = try JSONSerialization.jsonObject(with: Data(line))
+        } catch {
+            return .failure(ControlSocketError(message: "expected one JSON request line"))
+        }
+        guard let members = object as? [String: Any], let command = members["command"] as? String else {
+            return .failure(ControlSocketError(message: #"expected a JSON object with a "command""#))
+        }
+        var fields: [String: String] = [:]
+        for (key, value) in members where key != "command" {
+            if let text = value as? String {
+                fields[key] = text
+            } else if let number = value as? NSNumber {
+                fields[key] = number.stringValue
+            } else {
+                return .failure(
+                    ControlSocketError(message: "\"\(key)\": expected a string or a number"))
+            }
+        }
+        return .success((command, fields))
+    }
+}
+
 /// The daemon's Unix control socket: one JSON request line per connection, one JSON answer
 /// line back. Any local user may connect (the socket is mode 0666); what they may do is decided
 /// by the peer's credentials, which the kernel vouches for.
+///
+/// One thread serves every connection with `poll`, non-blocking: a client that hangs up, stalls
+/// or floods costs at most its share of ``ControlLimits``, and the daemon's loop never waits
+/// for a client (answers are queued here and written when the client can take them).
 final class ControlServer: Sendable {
     let path: String
+    let limits: ControlLimits
     private let fd: Int32
+    private let wakeRead: Int32
+    private let wakeWrite: Int32
     private let stopped = Atomic<Bool>(false)
     private let adminGroupID: UInt32?
+    /// Answers from the loop, by connection number, for the server thread to write.
+    private let outbox = Mutex<[(id: UInt64, text: String)]>([])
+    /// Connections open now (for tests and status).
+    let openConnections = Atomic<Int>(0)
+    private let finished = DispatchSemaphore(value: 0)
 
     /// Binds the socket. A live daemon already on it is an error; a stale socket file is replaced.
-    init(path: String, adminGroup: String?) throws {
+    init(path: String, adminGroup: String?, limits: ControlLimits = .standard) throws {
         self.path = path
+        self.limits = limits
         if let adminGroup {
             guard let group = getgrnam(adminGroup) else {
                 throw ControlSocketError(message: "admin group '\(adminGroup)' does not exist")
@@ -75,7 +140,7 @@ final class ControlServer: Sendable {
             throw ControlSocketError(message: "another StepGate daemon is already serving \(path)")
         }
         unlink(path)
-        fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else {
             throw ControlSocketError(message: "socket: \(String(cString: strerror(errno)))")
         }
@@ -91,73 +156,305 @@ final class ControlServer: Sendable {
             throw ControlSocketError(message: "cannot bind \(path): \(message)")
         }
         chmod(path, 0o666)
-        guard listen(fd, 16) == 0 else {
+        guard listen(fd, 64) == 0 else {
             close(fd)
             throw ControlSocketError(message: "cannot listen on \(path): \(String(cString: strerror(errno)))")
+        }
+        setNonBlocking(fd)
+        var ends: [Int32] = [0, 0]
+        guard pipe(&ends) == 0 else {
+            close(fd)
+            throw ControlSocketError(message: "pipe: \(String(cString: strerror(errno)))")
+        }
+        self.fd = fd
+        (wakeRead, wakeWrite) = (ends[0], ends[1])
+        for end in ends {
+            _ = fcntl(end, F_SETFD, FD_CLOEXEC)
+            setNonBlocking(end)
         }
     }
 
     /// Serves connections on a thread of its own until ``stop()``; each request goes to
-    /// `handle`, which must answer it.
+    /// `handle`, which must not block and must answer it (from any thread).
     func start(_ handle: @escaping @Sendable (ControlRequest) -> Void) {
-        let thread = Thread { [self] in serve(handle) }
+        let thread = Thread { [self] in
+            serve(handle)
+            finished.signal()
+        }
         thread.name = "stepgate-control"
         thread.start()
     }
 
+    /// Stops serving, closes every connection and removes the socket file.
     func stop() {
-        stopped.store(true, ordering: .relaxed)
-        shutdown(fd, Int32(SHUT_RDWR))
+        guard !stopped.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        wake()
+        _ = finished.wait(timeout: .now() + 2)
         unlink(path)
     }
 
-    private func serve(_ handle: @escaping @Sendable (ControlRequest) -> Void) {
-        var poller = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-        while !stopped.load(ordering: .relaxed) {
-            if poll(&poller, 1, 200) <= 0 { continue }
-            let client = accept(fd, nil, nil)
-            if client < 0 { continue }
-            _ = fcntl(client, F_SETFD, FD_CLOEXEC)
-            // Each connection gets its own short-lived thread, so a slow client cannot block others.
-            let connection = Thread { [self] in
-                converse(client, handle)
-                close(client)
-            }
-            connection.start()
-        }
-        close(fd)
+    private func wake() {
+        var byte: UInt8 = 1
+        _ = write(wakeWrite, &byte, 1)
     }
 
-    private func converse(_ client: Int32, _ handle: @Sendable (ControlRequest) -> Void) {
-        var timeout = timeval(tv_sec: 5, tv_usec: 0)
-        setsockopt(client, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-        setsockopt(client, SOL_SOCKET, SO_SNDTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-        guard let peer = peerCredentials(client) else {
-            writeLine(client, #"{"ok":false,"error":"cannot read the peer's credentials"}"#)
-            return
+    // MARK: The server thread
+
+    private struct Connection {
+        enum Phase { case reading, waiting, writing }
+        let fd: Int32
+        let id: UInt64
+        let peer: PeerCredentials
+        var phase: Phase = .reading
+        var deadline: ContinuousClock.Instant
+        var input: [UInt8] = []
+        var output: [UInt8] = []
+        var written = 0
+    }
+
+    private func serve(_ handle: @escaping @Sendable (ControlRequest) -> Void) {
+        var connections: [Connection] = []
+        var nextID: UInt64 = 0
+        var restingUntil: ContinuousClock.Instant?
+        var pollers: [pollfd] = []
+        defer {
+            for connection in connections { close(connection.fd) }
+            openConnections.store(0, ordering: .relaxed)
+            close(fd)
+            close(wakeRead)
+            close(wakeWrite)
         }
-        guard let line = readLine(client) else {
-            writeLine(client, #"{"ok":false,"error":"expected one JSON request line"}"#)
-            return
+
+        /// Closes the connection at `index` (after a best-effort last line, if any).
+        func drop(_ index: Int, saying text: String? = nil) {
+            if let text { sendLine(connections[index].fd, text) }
+            close(connections[index].fd)
+            connections.remove(at: index)
         }
-        guard let object = (try? JSONSerialization.jsonObject(with: Data(line.utf8))) as? [String: Any],
-            let command = object["command"] as? String
-        else {
-            writeLine(client, #"{"ok":false,"error":"expected a JSON object with a \"command\""}"#)
-            return
+
+        /// Makes room for one more connection from `uid`: false when none can be made.
+        func makeRoom(for uid: UInt32) -> Bool {
+            let mine = connections.indices.filter { connections[$0].peer.uid == uid }
+            if mine.count >= limits.perUser {
+                guard let idle = mine.first(where: { connections[$0].phase == .reading }) else {
+                    return false
+                }
+                drop(idle, saying: #"{"ok":false,"error":"closed: too many connections from this user"}"#)
+            }
+            if connections.count >= limits.total {
+                guard let idle = connections.indices.first(where: { connections[$0].phase == .reading })
+                else {
+                    return false
+                }
+                drop(idle, saying: #"{"ok":false,"error":"closed: too many connections"}"#)
+            }
+            return true
         }
-        var fields: [String: String] = [:]
-        for (key, value) in object where key != "command" {
-            if let text = value as? String {
-                fields[key] = text
-            } else if let number = value as? NSNumber {
-                fields[key] = number.stringValue
+
+        func acceptAll() {
+            while true {
+                let client = accept(fd, nil, nil)
+                if client < 0 {
+                    switch errno {
+                    case EINTR, ECONNABORTED: continue
+                    case EMFILE, ENFILE, ENOBUFS, ENOMEM:
+                        // Out of descriptors: free the oldest idle connection, else rest a while
+                        // (the listening socket stays readable, so polling it would spin).
+                        if let idle = connections.indices.first(where: { connections[$0].phase == .reading })
+                        {
+                            drop(idle)
+                            continue
+                        }
+                        restingUntil = .now + limits.acceptBackoff
+                        return
+                    default: return
+                    }
+                }
+                _ = fcntl(client, F_SETFD, FD_CLOEXEC)
+                setNonBlocking(client)
+                guard let peer = peerCredentials(client) else {
+                    sendLine(client, #"{"ok":false,"error":"cannot read the peer's credentials"}"#)
+                    close(client)
+                    continue
+                }
+                guard makeRoom(for: peer.uid) else {
+                    sendLine(client, #"{"ok":false,"error":"too many requests in flight; try again"}"#)
+                    close(client)
+                    continue
+                }
+                nextID &+= 1
+                connections.append(
+                    Connection(fd: client, id: nextID, peer: peer, deadline: .now + limits.requestDeadline))
             }
         }
-        let request = ControlRequest(command: command, fields: fields, peer: peer, isAdmin: isAdmin(peer))
-        handle(request)
-        writeLine(
-            client, request.wait(timeout: 30) ?? #"{"ok":false,"error":"the daemon did not answer in time"}"#)
+
+        /// Starts writing `text` to the connection at `index`.
+        func answer(_ index: Int, _ text: String) {
+            connections[index].phase = .writing
+            connections[index].output = Array((text + "\n").utf8)
+            connections[index].written = 0
+            connections[index].deadline = .now + limits.writeDeadline
+        }
+
+        /// Reads what is there; true when the connection must close.
+        func receive(_ index: Int) -> Bool {
+            var buffer = [UInt8](repeating: 0, count: 4096)
+            while true {
+                let n = buffer.withUnsafeMutableBytes {
+                    recv(connections[index].fd, $0.baseAddress, $0.count, 0)
+                }
+                if n < 0 {
+                    if errno == EINTR { continue }
+                    return errno != EAGAIN && errno != EWOULDBLOCK
+                }
+                if n == 0 { return true }  // hung up before a whole line
+                let chunk = buffer[0..<n]
+                if let newline = chunk.firstIndex(of: 0x0A) {
+                    connections[index].input += chunk[..<newline]
+                    dispatch(index)
+                    return false
+                }
+                connections[index].input += chunk
+                if connections[index].input.count > limits.maximumRequest {
+                    answer(index, #"{"ok":false,"error":"request line too long"}"#)
+                    return false
+                }
+            }
+        }
+
+        func dispatch(_ index: Int) {
+            let line = connections[index].input
+            connections[index].input = []
+            guard line.count <= limits.maximumRequest else {
+                return answer(index, #"{"ok":false,"error":"request line too long"}"#)
+            }
+            switch ControlRequestDecoder.decode(line) {
+            case .failure(let error):
+                answer(index, "{\"ok\":false,\"error\":\(JSONLine.quoted(error.message))}")
+            case .success(let (command, fields)):
+                let id = connections[index].id
+                let peer = connections[index].peer
+                connections[index].phase = .waiting
+                connections[index].deadline = .now + limits.answerDeadline
+                let request = ControlRequest(
+                    command: command, fields: fields, peer: peer, isAdmin: isAdmin(peer),
+                    deliver: { [self] text in
+                        outbox.withLock { $0.append((id, text)) }
+                        wake()
+                    })
+                handle(request)
+            }
+        }
+
+        /// Writes what the client can take; true when the connection is done.
+        func transmit(_ index: Int) -> Bool {
+            while connections[index].written < connections[index].output.count {
+                let c = connections[index]
+                let n = c.output.withUnsafeBytes {
+                    send(c.fd, $0.baseAddress! + c.written, $0.count - c.written, Int32(MSG_NOSIGNAL))
+                }
+                if n < 0 {
+                    if errno == EINTR { continue }
+                    return errno != EAGAIN && errno != EWOULDBLOCK
+                }
+                connections[index].written += n
+            }
+            return true
+        }
+
+        while !stopped.load(ordering: .acquiring) {
+            let now = ContinuousClock.now
+            if let until = restingUntil, now >= until { restingUntil = nil }
+            pollers.removeAll(keepingCapacity: true)
+            pollers.append(pollfd(fd: wakeRead, events: Int16(POLLIN), revents: 0))
+            pollers.append(pollfd(fd: restingUntil == nil ? fd : -1, events: Int16(POLLIN), revents: 0))
+            var nearest = now + .milliseconds(500)
+            for c in connections {
+                let events: Int32 =
+                    switch c.phase {
+                    case .reading: Int32(POLLIN)
+                    case .waiting: 0  // hang-ups are reported anyway
+                    case .writing: Int32(POLLOUT)
+                    }
+                pollers.append(pollfd(fd: c.fd, events: Int16(events), revents: 0))
+                nearest = min(nearest, c.deadline)
+            }
+            if let until = restingUntil { nearest = min(nearest, until) }
+            let wait = max(.zero, nearest - now)
+            let milliseconds =
+                Int32(wait.components.seconds * 1000 + wait.components.attoseconds / 1_000_000_000_000_000)
+                + 1
+            _ = poll(&pollers, nfds_t(pollers.count), milliseconds)
+            if stopped.load(ordering: .acquiring) { break }
+
+            // Answers from the loop.
+            if pollers[0].revents != 0 {
+                var sink = [UInt8](repeating: 0, count: 256)
+                while sink.withUnsafeMutableBytes({ read(wakeRead, $0.baseAddress, $0.count) }) > 0 {}
+            }
+            let ready = outbox.withLock { box -> [(id: UInt64, text: String)] in
+                defer { box.removeAll() }
+                return box
+            }
+            // Per connection, what poll said (connections may move as others close below).
+            var revents: [UInt64: Int16] = [:]
+            for (offset, c) in connections.enumerated() where pollers[offset + 2].revents != 0 {
+                revents[c.id] = pollers[offset + 2].revents
+            }
+            for (id, text) in ready {
+                if let index = connections.firstIndex(where: { $0.id == id && $0.phase == .waiting }) {
+                    answer(index, text)
+                    revents[id, default: 0] |= Int16(POLLOUT)
+                }
+            }
+
+            var index = 0
+            while index < connections.count {
+                let c = connections[index]
+                let events = revents[c.id] ?? 0
+                var done = false
+                switch c.phase {
+                case .reading:
+                    if events != 0 { done = receive(index) }
+                    if !done, connections[index].phase == .writing { done = transmit(index) }
+                case .waiting:
+                    // The client hung up before the answer: forget it (the answer is dropped).
+                    if events & Int16(POLLHUP | POLLERR) != 0 { done = true }
+                case .writing:
+                    if events != 0 { done = transmit(index) }
+                }
+                if done {
+                    drop(index)
+                } else {
+                    index += 1
+                }
+            }
+
+            // Deadlines.
+            let later = ContinuousClock.now
+            index = 0
+            while index < connections.count {
+                guard connections[index].deadline <= later else {
+                    index += 1
+                    continue
+                }
+                switch connections[index].phase {
+                case .reading:
+                    drop(index, saying: #"{"ok":false,"error":"no complete request line in time"}"#)
+                case .waiting:
+                    answer(index, #"{"ok":false,"error":"the daemon did not answer in time"}"#)
+                    if transmit(index) { drop(index) } else { index += 1 }
+                case .writing:
+                    drop(index)
+                }
+            }
+            if acceptAllowed(pollers[1].revents, restingUntil) { acceptAll() }
+            openConnections.store(connections.count, ordering: .relaxed)
+        }
+    }
+
+    private func acceptAllowed(_ events: Int16, _ resting: ContinuousClock.Instant?) -> Bool {
+        resting == nil && events & Int16(POLLIN) != 0
     }
 
     private func isAdmin(_ peer: PeerCredentials) -> Bool {
@@ -170,6 +467,10 @@ final class ControlServer: Sendable {
         if getgrouplist(user.pointee.pw_name, user.pointee.pw_gid, &groups, &count) < 0 { return false }
         return groups.prefix(Int(count)).contains(adminGroupID)
     }
+}
+
+private func setNonBlocking(_ fd: Int32) {
+    _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
 }
 
 /// `SO_PEERCRED`: `struct ucred { pid_t pid; uid_t uid; gid_t gid; }`.
@@ -194,22 +495,35 @@ func unixAddress(_ path: String) throws -> sockaddr_un {
     return address
 }
 
-private func readLine(_ fd: Int32, limit: Int = 65_536) -> String? {
+/// Reads one line from a blocking socket (the client side).
+private func readLine(_ fd: Int32, limit: Int = 1 << 20) -> String? {
     var data: [UInt8] = []
-    var byte: UInt8 = 0
+    var buffer = [UInt8](repeating: 0, count: 4096)
     while data.count < limit {
-        let n = read(fd, &byte, 1)
+        let n = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
         if n < 0 && errno == EINTR { continue }
         if n <= 0 { break }
-        if byte == 0x0A { return String(decoding: data, as: UTF8.self) }
-        data.append(byte)
+        if let newline = buffer[0..<n].firstIndex(of: 0x0A) {
+            data += buffer[0..<newline]
+            return String(decoding: data, as: UTF8.self)
+        }
+        data += buffer[0..<n]
     }
     return data.isEmpty ? nil : String(decoding: data, as: UTF8.self)
 }
 
-private func writeLine(_ fd: Int32, _ text: String) {
+/// Writes a line without ever raising SIGPIPE; best effort on a non-blocking socket.
+private func sendLine(_ fd: Int32, _ text: String) {
     var line = text + "\n"
-    line.withUTF8 { _ = writeAll(fd, $0) }
+    line.withUTF8 { bytes in
+        var offset = 0
+        while offset < bytes.count {
+            let n = send(fd, bytes.baseAddress! + offset, bytes.count - offset, Int32(MSG_NOSIGNAL))
+            if n < 0 && errno == EINTR { continue }
+            if n <= 0 { return }
+            offset += n
+        }
+    }
 }
 
 /// The client side: send one request, read one answer.
@@ -225,6 +539,7 @@ enum ControlClient {
         defer { close(fd) }
         var seconds = timeval(tv_sec: Int(timeout), tv_usec: 0)
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &seconds, socklen_t(MemoryLayout<timeval>.size))
+        setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &seconds, socklen_t(MemoryLayout<timeval>.size))
         var address = try unixAddress(path)
         let connected = withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
@@ -232,13 +547,20 @@ enum ControlClient {
             }
         }
         guard connected == 0 else {
-            let reason = String(cString: strerror(errno))
+            let code = errno
+            let reason = String(cString: strerror(code))
+            if code == EACCES || code == EPERM {
+                throw ControlSocketError(
+                    message:
+                        "cannot reach the StepGate daemon at \(path): permission denied (the socket or its "
+                        + "folder does not let this user in; ask the daemon's administrator)")
+            }
             throw ControlSocketError(
                 message:
                     "cannot reach the StepGate daemon at \(path): \(reason) (is 'stepgate daemon' running?)")
         }
         let data = try JSONSerialization.data(withJSONObject: request)
-        writeLine(fd, String(decoding: data, as: UTF8.self))
+        sendLine(fd, String(decoding: data, as: UTF8.self))
         guard let line = readLine(fd),
             let answer = (try? JSONSerialization.jsonObject(with: Data(line.utf8))) as? [String: Any]
         else {

@@ -7,12 +7,12 @@ import StepDetection
 import Synchronization
 import UnlockPolicy
 
-/// Something the daemon's loop reacts to. Producers (input, timer, control socket, signals)
-/// run concurrently; the loop handles one event at a time, so the engine, the shields and the
-/// state file are only ever touched from one place.
+/// Something the daemon's loop reacts to. Producers (input, timer, control socket, signals,
+/// shield watchers) run concurrently; the loop handles one event at a time, so the engine, the
+/// shields and the state file are only ever touched from one place.
 enum DaemonEvent: Sendable {
-    /// Steps confirmed by the detector since the last event, and the running total.
-    case steps(Int, total: Int)
+    /// Steps confirmed by the detector since the last event.
+    case steps(Int)
     /// Time to deliver a `.tick` (a wake-up is due, or a minute passed).
     case tick
     case request(ControlRequest)
@@ -20,6 +20,67 @@ enum DaemonEvent: Sendable {
     case signal(Int32)
     /// The input ended (a replay reached its end) or failed; the daemon keeps enforcing.
     case inputEnded(String?)
+    /// Something a shield enforces changed on disk (a program was replaced): recheck now.
+    case shieldsChanged
+}
+
+/// The loop's inbox. Nothing the gate needs can be dropped: steps add up, ticks, signals and
+/// shield changes latch, and requests are bounded where they are accepted (``ControlLimits``:
+/// one request per connection). The doorbell only wakes the loop, so it may coalesce.
+final class Inbox: Sendable {
+    private struct Pending {
+        var steps = 0
+        var tick = false
+        var stop: Int32?
+        var reload = false
+        var shieldsChanged = false
+        var inputEnded: String??
+        var requests: [ControlRequest] = []
+    }
+    private let pending = Mutex(Pending())
+    private let doorbell: AsyncStream<Void>.Continuation
+    /// Rings whenever something was posted.
+    let rings: AsyncStream<Void>
+
+    init() {
+        (rings, doorbell) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
+    }
+
+    func post(_ event: DaemonEvent) {
+        pending.withLock { p in
+            switch event {
+            case .steps(let count): p.steps += count
+            case .tick: p.tick = true
+            case .request(let request): p.requests.append(request)
+            case .signal(SIGHUP): p.reload = true
+            case .signal(let number): p.stop = p.stop ?? number
+            case .inputEnded(let reason): p.inputEnded = .some(reason)
+            case .shieldsChanged: p.shieldsChanged = true
+            }
+        }
+        doorbell.yield()
+    }
+
+    /// Everything posted since the last call, most urgent first: stop, reload, shield changes,
+    /// ticks, steps, the input's end, then requests in arrival order.
+    func take() -> [DaemonEvent] {
+        pending.withLock { p in
+            var events: [DaemonEvent] = []
+            if let number = p.stop { events.append(.signal(number)) }
+            if p.reload { events.append(.signal(SIGHUP)) }
+            if p.shieldsChanged { events.append(.shieldsChanged) }
+            if p.tick { events.append(.tick) }
+            if p.steps > 0 { events.append(.steps(p.steps)) }
+            if case .some(let reason) = p.inputEnded { events.append(.inputEnded(reason)) }
+            events += p.requests.map { .request($0) }
+            let stop = p.stop
+            p = Pending()
+            p.stop = stop  // a stop stays latched
+            return events
+        }
+    }
+
+    func finish() { doorbell.finish() }
 }
 
 /// The next wake-up, shared between the loop (which arms it) and the timer task.
@@ -27,7 +88,15 @@ final class WakeUp: Sendable {
     private let at = Mutex<Duration?>(nil)
     func arm(_ monotonic: Duration) { at.withLock { $0 = monotonic } }
     var due: Duration? { at.withLock { $0 } }
-    func clear() { at.withLock { $0 = nil } }
+    /// Clears the wake-up if it is due at `now`, in one step (an earlier read and a later clear
+    /// could lose a wake-up armed between them); true when it was due.
+    func takeIfDue(_ now: Duration) -> Bool {
+        at.withLock { at in
+            guard let due = at, due <= now else { return false }
+            at = nil
+            return true
+        }
+    }
 }
 
 /// Live statistics from the input task, for `status`.
@@ -44,20 +113,21 @@ final class Daemon {
     private var engine: PolicyEngine
     private var stateStore: FilePolicyStateStore
     private var shields: ShieldSet
+    /// Why each store's shield is failing now (from an apply, a remove or a recheck).
     private var shieldFailures: [String: String] = [:]
     private let wake = WakeUp()
     private let input = InputStatistics()
     private var inputState = "starting"
     private var lastZone: String
-    private let events: AsyncStream<DaemonEvent>
-    private let continuation: AsyncStream<DaemonEvent>.Continuation
+    private let inbox = Inbox()
+    /// Each configured executable's resolved path, for the launch guard's `check` (resolved
+    /// here, from the administrator's configuration, never from what a client sends).
+    private var resolvedExecutables: [String: String] = [:]
 
     init(configuration: DaemonConfiguration, configPath: String, log: Logger) throws {
         self.configuration = configuration
         self.configPath = configPath
         self.log = log
-        (events, continuation) = AsyncStream.makeStream(
-            of: DaemonEvent.self, bufferingPolicy: .bufferingNewest(4096))
         do {
             try FileManager.default.createDirectory(
                 atPath: configuration.stateDirectory, withIntermediateDirectories: true,
@@ -74,6 +144,7 @@ final class Daemon {
         engine = PolicyEngine(configuration: configuration.policy, restoring: loaded, systemZone: lastZone)
         shields = ShieldSet([])
         shields = makeShields(configuration)
+        resolveExecutables()
     }
 
     /// Builds the shields the configuration asks for; one that cannot start is logged, and the
@@ -82,11 +153,17 @@ final class Daemon {
         var list: [any Shield] = []
         if c.execShield {
             do {
+                let adminGroup = c.adminGroup.flatMap { getgrnam($0)?.pointee.gr_gid }
+                let shield: ExecDenyShield
                 if let directories = c.applicationDirectories {
-                    list.append(try ExecDenyShield(applicationDirectories: directories))
+                    shield = try ExecDenyShield(
+                        applicationDirectories: directories, privilegedGroup: adminGroup)
                 } else {
-                    list.append(try ExecDenyShield())
+                    shield = try ExecDenyShield(privilegedGroup: adminGroup)
                 }
+                let inbox = inbox
+                shield.onChange = { inbox.post(.shieldsChanged) }
+                list.append(shield)
             } catch {
                 log.error("\(error)")
             }
@@ -110,12 +187,16 @@ final class Daemon {
 
     /// Runs until SIGTERM or SIGINT; saves the state on the way out.
     func run() async throws {
+        // No write of the daemon's (a client that hung up, a hook's pipe) may kill it: writes
+        // to a closed peer fail with EPIPE instead. Children get default dispositions back.
+        signal(SIGPIPE, SIG_IGN)
+        raiseDescriptorLimit()
         let server = try ControlServer(
             path: configuration.controlSocket, adminGroup: configuration.adminGroup)
-        let continuation = continuation
-        server.start { request in continuation.yield(.request(request)) }
+        let inbox = inbox
+        server.start { request in inbox.post(.request(request)) }
         defer { server.stop() }
-        let signals = watchSignals([SIGTERM, SIGINT, SIGHUP], continuation)
+        let signals = watchSignals([SIGTERM, SIGINT, SIGHUP], inbox)
         defer { for source in signals { source.cancel() } }
 
         // What is in force already (after a restart), then a first tick.
@@ -129,7 +210,7 @@ final class Daemon {
         }
         perform(engine.handle(.tick, at: SystemClock.now()))
 
-        let timer = Task { [wake, continuation] in await Daemon.runTimer(wake, continuation) }
+        let timer = Task { [wake] in await Daemon.runTimer(wake, inbox) }
         defer { timer.cancel() }
         let inputTask = startInput()
         defer { inputTask.cancel() }
@@ -138,51 +219,73 @@ final class Daemon {
             "started: \(configuration.policy.stores.count) stores, control socket \(configuration.controlSocket)"
         )
 
-        for await event in events {
-            switch event {
-            case .steps(let count, _):
-                perform(engine.handle(.steps(count), at: SystemClock.now()))
-            case .tick:
-                let zone = SystemClock.zoneIdentifier()
-                if zone != lastZone {
-                    lastZone = zone
-                    perform(engine.handle(.zoneChanged(zone), at: SystemClock.now()))
-                }
-                perform(engine.handle(.tick, at: SystemClock.now()))
-            case .request(let request):
-                answer(request)
-            case .signal(SIGHUP):
-                let result = reload()
-                if let error = result { log.error("reload: \(error); keeping the old configuration") }
-            case .signal:
-                log.notice("stopping: saving state")
-                do {
-                    try stateStore.save(engine.state)
-                } catch {
-                    log.error("cannot save the state on exit: \(error)")
-                }
-                notifySystemd("STOPPING=1")
-                return
-            case .inputEnded(let reason):
-                inputState = reason.map { "failed: \($0)" } ?? "ended"
-                if let reason {
-                    log.error("input: \(reason)")
-                } else {
-                    log.notice("input ended; still enforcing")
+        for await _ in inbox.rings {
+            for event in inbox.take() {
+                switch event {
+                case .steps(let count):
+                    perform(engine.handle(.steps(count), at: SystemClock.now()))
+                case .tick:
+                    let zone = SystemClock.zoneIdentifier()
+                    if zone != lastZone {
+                        lastZone = zone
+                        perform(engine.handle(.zoneChanged(zone), at: SystemClock.now()))
+                    }
+                    resolveExecutables()
+                    recheckShields()
+                    perform(engine.handle(.tick, at: SystemClock.now()))
+                case .shieldsChanged:
+                    recheckShields()
+                case .request(let request):
+                    answer(request)
+                case .signal(SIGHUP):
+                    let result = reload()
+                    if let error = result { log.error("reload: \(error); keeping the old configuration") }
+                case .signal:
+                    log.notice("stopping: saving state")
+                    do {
+                        try stateStore.save(engine.state)
+                    } catch {
+                        log.error("cannot save the state on exit: \(error)")
+                    }
+                    notifySystemd("STOPPING=1")
+                    inbox.finish()
+                    return
+                case .inputEnded(let reason):
+                    inputState = reason.map { "failed: \($0)" } ?? "ended"
+                    if let reason {
+                        log.error("input: \(reason)")
+                    } else {
+                        log.notice("input ended; still enforcing")
+                    }
                 }
             }
+        }
+    }
+
+    /// Raises the soft descriptor limit to the hard one, so bursts of clients, hooks and
+    /// shields do not run out (the control socket bounds its own share anyway).
+    private func raiseDescriptorLimit() {
+        var limit = rlimit()
+        guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0, limit.rlim_cur < limit.rlim_max else {
+            return
+        }
+        limit.rlim_cur = min(limit.rlim_max, 65_536)
+        if setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) != 0 {
+            log.warning("cannot raise the descriptor limit: \(String(cString: strerror(errno)))")
         }
     }
 
     // MARK: Effects
 
     /// Carries out effects in order. A failed persist stops the batch and tells the engine, whose
-    /// answer (locked again) is carried out instead; a failed shield is reported the same way.
+    /// answer (locked again) is carried out instead. A failed shield does not stop the batch:
+    /// every other store's effects still run, and the failures are reported after it.
     private func perform(_ effects: [PolicyEffect], depth: Int = 0) {
         guard depth < 8 else {
             log.error("the policy kept failing; giving up on this batch until the next tick")
             return
         }
+        var failed: [(store: String, message: String)] = []
         for effect in effects {
             let now = SystemClock.now()
             switch effect {
@@ -207,28 +310,47 @@ final class Daemon {
                 let errors = shields.apply(
                     selection,
                     context: ShieldContext(store: store, selection: selection, owners: owners, until: until))
-                if report(errors, store: store, action: "apply", now: now, depth: depth) { return }
+                if let message = record(errors, store: store, action: "apply") {
+                    failed.append((store, message))
+                }
             case .remove(let store, let selection):
                 let errors = shields.remove(
                     selection, context: ShieldContext(store: store, selection: selection))
-                if report(errors, store: store, action: "remove", now: now, depth: depth) { return }
+                if let message = record(errors, store: store, action: "remove") {
+                    failed.append((store, message))
+                }
             }
+        }
+        for (store, message) in failed {
+            perform(
+                engine.handle(.shieldReport(store: store, .failed(message)), at: SystemClock.now()),
+                depth: depth + 1)
         }
     }
 
-    /// Records shield failures and tells the engine; true when the batch must stop.
-    private func report(_ errors: [ShieldError], store: String, action: String, now: Instant, depth: Int)
-        -> Bool
-    {
+    /// Records a store's shield failures; the message when there were any.
+    private func record(_ errors: [ShieldError], store: String, action: String) -> String? {
         guard !errors.isEmpty else {
             shieldFailures[store] = nil
-            return false
+            return nil
         }
         let message = errors.map(\.description).joined(separator: "; ")
         shieldFailures[store] = message
         log.error("\(store): cannot \(action): \(message)")
-        perform(engine.handle(.shieldReport(store: store, .failed(message)), at: now), depth: depth + 1)
-        return true
+        return message
+    }
+
+    /// Checks that every shielded store's shields are still in force (a replaced program is
+    /// marked again here); what cannot be mended is reported to the engine, which keeps the
+    /// store locked, retries and says why.
+    private func recheckShields() {
+        let problems = shields.recheck()
+        for (store, errors) in problems.sorted(by: { $0.key < $1.key }) {
+            let message = errors.map(\.description).joined(separator: "; ")
+            if shieldFailures[store] != message { log.error("\(store): shield not in force: \(message)") }
+            shieldFailures[store] = message
+            perform(engine.handle(.shieldReport(store: store, .failed(message)), at: SystemClock.now()))
+        }
     }
 
     private func notifyDesktop(_ notice: PolicyNotice) {
@@ -243,14 +365,22 @@ final class Daemon {
 
     // MARK: Control requests
 
+    /// The longest lock an admin may ask for over the socket, in minutes (366 days).
+    static let maximumLockMinutes = 366.0 * 24 * 60
+
+    /// Answers one request. Nothing here blocks or touches the file system on a client's
+    /// behalf, and every value a client sends is checked before it reaches the engine.
     private func answer(_ request: ControlRequest) {
         let now = SystemClock.now()
         let who = "uid \(request.peer.uid)"
+        func refuse(_ message: String) {
+            request.respond("{\"ok\":false,\"error\":\(JSONLine.quoted(message))}")
+        }
         func denied() {
-            request.respond(
-                #"{"ok":false,"error":"permission denied: only root"#
+            refuse(
+                "permission denied: only root"
                     + (configuration.adminGroup.map { " or members of \($0)" } ?? "")
-                    + #" may change the policy"}"#)
+                    + " may change the policy")
         }
         func reply(_ effects: [PolicyEffect]) {
             perform(effects)
@@ -270,43 +400,42 @@ final class Daemon {
         case "status":
             request.respond(statusJSON(now))
         case "check":
-            request.respond(checkJSON(request.fields["executable"] ?? "", now))
+            request.respond(
+                checkJSON(
+                    request.fields["executable"] ?? "", resolved: request.fields["resolved"], now))
         case "lock":
             guard request.isAdmin else { return denied() }
-            guard let store = request.fields["store"],
-                let minutes = request.fields["minutes"].flatMap(Double.init), minutes > 0
+            guard let store = request.fields["store"] else { return refuse(#"lock needs "store""#) }
+            guard let text = request.fields["minutes"], let minutes = Double(text), minutes.isFinite,
+                minutes > 0, minutes <= Self.maximumLockMinutes
             else {
-                return request.respond(#"{"ok":false,"error":"lock needs \"store\" and \"minutes\" > 0"}"#)
+                return refuse(
+                    #"lock: "minutes" must be a number greater than 0 and at most "#
+                        + "\(Int(Self.maximumLockMinutes)) (366 days), found \(request.fields["minutes"] ?? "nothing")"
+                )
             }
             reply(
                 engine.handle(
                     .command(.lock(store: store, duration: .seconds(minutes * 60), by: who)), at: now))
         case "skip":
             guard request.isAdmin else { return denied() }
-            guard let schedule = request.fields["schedule"] else {
-                return request.respond(#"{"ok":false,"error":"skip needs \"schedule\""}"#)
-            }
+            guard let schedule = request.fields["schedule"] else { return refuse(#"skip needs "schedule""#) }
             reply(
                 engine.handle(
                     .command(.skip(schedule: schedule, occurrence: request.fields["occurrence"])), at: now))
         case "emergency":
             guard request.isAdmin else { return denied() }
-            guard let store = request.fields["store"] else {
-                return request.respond(#"{"ok":false,"error":"emergency needs \"store\""}"#)
-            }
+            guard let store = request.fields["store"] else { return refuse(#"emergency needs "store""#) }
             reply(engine.handle(.command(.emergencyUnlock(store: store, by: who)), at: now))
         case "reload":
             guard request.isAdmin else { return denied() }
             if let error = reload() {
-                request.respond(
-                    "{\"ok\":false,\"error\":\(JSONLine.quoted("\(error); the old configuration stays in force"))}"
-                )
+                refuse("\(error); the old configuration stays in force")
             } else {
                 request.respond(#"{"ok":true}"#)
             }
         default:
-            request.respond(
-                "{\"ok\":false,\"error\":\(JSONLine.quoted("unknown command '\(request.command)'"))}")
+            refuse("unknown command '\(request.command.prefix(64))'")
         }
     }
 
@@ -325,6 +454,7 @@ final class Daemon {
         }
         configuration.policy = fresh.policy
         configuration.messages = fresh.messages
+        resolveExecutables()
         perform(engine.handle(.command(.reload(fresh.policy)), at: SystemClock.now()))
         log.notice("configuration reloaded")
         return nil
@@ -373,21 +503,31 @@ final class Daemon {
         return line.string
     }
 
-    /// Whether launching `executable` is shielded now, with the shield screen to show.
-    private func checkJSON(_ executable: String, _ now: Instant) -> String {
-        let resolved = realpath(executable, nil).map { p -> String in
-            defer { free(p) }
-            return String(cString: p)
+    /// Resolves the configured executables (symlinks followed, names looked up on `PATH`).
+    private func resolveExecutables() {
+        var resolved: [String: String] = [:]
+        for store in configuration.policy.stores {
+            for candidate in store.selection.executables {
+                let path = candidate.contains("/") ? candidate : CommandRunner().resolve(candidate)
+                guard let path, let real = realpath(path, nil) else { continue }
+                resolved[candidate] = String(cString: real)
+                free(real)
+            }
         }
+        resolvedExecutables = resolved
+    }
+
+    /// Whether launching `executable` is shielded now, with the shield screen to show. The
+    /// client sends the path it would start and, optionally, that path resolved; both are only
+    /// compared as text.
+    private func checkJSON(_ executable: String, resolved: String?, _ now: Instant) -> String {
+        let name = executable.split(separator: "/").last.map(String.init) ?? executable
         let status = engine.status(at: now)
         for store in configuration.policy.stores {
             let matches = store.selection.executables.contains { candidate in
-                if candidate == executable || candidate == (executable as NSString).lastPathComponent {
-                    return true
-                }
-                guard let resolved, let real = realpath(candidate, nil) else { return false }
-                defer { free(real) }
-                return String(cString: real) == resolved
+                if candidate == executable || candidate == name { return true }
+                guard let real = resolvedExecutables[candidate] else { return false }
+                return real == executable || real == resolved
             }
             guard matches, let s = status.stores.first(where: { $0.name == store.name }), s.shielded else {
                 continue
@@ -411,8 +551,7 @@ final class Daemon {
     // MARK: Producers
 
     /// Delivers a tick when the armed wake-up is due, and at least once a minute.
-    private static func runTimer(_ wake: WakeUp, _ continuation: AsyncStream<DaemonEvent>.Continuation) async
-    {
+    private static func runTimer(_ wake: WakeUp, _ inbox: Inbox) async {
         var lastTick = SystemClock.bootTime()
         while !Task.isCancelled {
             // Sleep to the wake-up if it is close, so a relock lands on time; else poll 4 times a
@@ -421,19 +560,15 @@ final class Daemon {
             if let due = wake.due { pause = max(.zero, min(pause, due - SystemClock.bootTime())) }
             try? await Task.sleep(for: pause)
             let now = SystemClock.bootTime()
-            if let due = wake.due, now >= due {
-                wake.clear()
+            if wake.takeIfDue(now) || now - lastTick >= .seconds(60) {
                 lastTick = now
-                continuation.yield(.tick)
-            } else if now - lastTick >= .seconds(60) {
-                lastTick = now
-                continuation.yield(.tick)
+                inbox.post(.tick)
             }
         }
     }
 
     private func startInput() -> Task<Void, Never> {
-        let continuation = continuation
+        let inbox = inbox
         let detectorConfiguration = configuration.detector
         let statistics = input
         switch configuration.input {
@@ -443,11 +578,11 @@ final class Daemon {
                 do {
                     try await Daemon.replay(
                         path: path, speed: speed, detector: detectorConfiguration, statistics: statistics,
-                        continuation)
-                    continuation.yield(.inputEnded(nil))
+                        inbox)
+                    inbox.post(.inputEnded(nil))
                 } catch is CancellationError {
                 } catch {
-                    continuation.yield(.inputEnded("\(error)"))
+                    inbox.post(.inputEnded("\(error)"))
                 }
             }
         case .device(let name, let uri, let rate):
@@ -458,7 +593,7 @@ final class Daemon {
                 await Daemon.live(
                     device: name, uri: uri, rate: rate, detector: detectorConfiguration,
                     ledgerPath: ledgerPath,
-                    statistics: statistics, log: log, continuation)
+                    statistics: statistics, log: log, inbox)
             }
         }
     }
@@ -468,8 +603,7 @@ final class Daemon {
     /// reconnects by itself. Today's steps are kept in a ledger so a restart continues the day.
     private static func live(
         device: String?, uri: String?, rate: Double, detector configuration: DetectorConfiguration,
-        ledgerPath: String, statistics: InputStatistics, log: Logger,
-        _ continuation: AsyncStream<DaemonEvent>.Continuation
+        ledgerPath: String, statistics: InputStatistics, log: Logger, _ inbox: Inbox
     ) async {
         var ledger = StepLedger(path: ledgerPath, warn: { log.warning($0) })
         statistics.counts.withLock { $0.today = ledger.steps }
@@ -490,7 +624,7 @@ final class Daemon {
                     let new = detector.count - before
                     if new > 0 {
                         ledger.add(new)
-                        continuation.yield(.steps(new, total: detector.count))
+                        inbox.post(.steps(new))
                     }
                     if samples & 63 == 0 || new > 0 {
                         statistics.counts.withLock { $0 = (samples, detector.count, ledger.steps) }
@@ -501,7 +635,7 @@ final class Daemon {
                     }
                 }
                 try? ledger.save()
-                continuation.yield(.inputEnded("the accelerometer stream ended"))
+                inbox.post(.inputEnded("the accelerometer stream ended"))
             } catch is CancellationError {
                 try? ledger.save()
                 return
@@ -520,8 +654,7 @@ final class Daemon {
     /// Replays a recording paced to the wall clock (`speed` times real time).
     private static func replay(
         path: String, speed: Double, detector configuration: DetectorConfiguration,
-        statistics: InputStatistics,
-        _ continuation: AsyncStream<DaemonEvent>.Continuation
+        statistics: InputStatistics, _ inbox: Inbox
     ) async throws {
         var reader = try RecordingReader(path: path)
         var detector = StepDetector(configuration: configuration)
@@ -536,7 +669,7 @@ final class Daemon {
             let due = start + .nanoseconds(Int64(Double(sample.timestamp &- origin) / speed))
             if due > ContinuousClock.now + .milliseconds(20) {
                 if pending > 0 {
-                    continuation.yield(.steps(pending, total: detector.count))
+                    inbox.post(.steps(pending))
                     pending = 0
                 }
                 try await Task.sleep(until: due, clock: .continuous)
@@ -549,7 +682,7 @@ final class Daemon {
                 statistics.counts.withLock { $0 = (samples, detector.count, detector.count) }
             }
         }
-        if pending > 0 { continuation.yield(.steps(pending, total: detector.count)) }
+        if pending > 0 { inbox.post(.steps(pending)) }
         statistics.counts.withLock { $0 = (samples, detector.count, detector.count) }
     }
 }
@@ -557,13 +690,11 @@ final class Daemon {
 @available(*, unavailable) extension Daemon: Sendable {}
 
 /// Signal sources that feed the loop; the signals' default actions are disabled.
-private func watchSignals(_ numbers: [Int32], _ continuation: AsyncStream<DaemonEvent>.Continuation)
-    -> [any DispatchSourceSignal]
-{
+private func watchSignals(_ numbers: [Int32], _ inbox: Inbox) -> [any DispatchSourceSignal] {
     numbers.map { number in
         signal(number, SIG_IGN)
         let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
-        source.setEventHandler { continuation.yield(.signal(number)) }
+        source.setEventHandler { inbox.post(.signal(number)) }
         source.resume()
         return source
     }
