@@ -17,13 +17,22 @@ struct GateTests {
         #expect(unlock.removes.map(\.0) == ["games"])
         #expect(
             unlock.notices.first { $0.kind == .ownerRemoved }.map { iso($0.until) } == "2025-03-01T10:32:00Z")
-        // The wake-up arms the relock before the shield is removed.
+        // A wake-up is armed before the shield is removed: the first minute's checkpoint save;
+        // each checkpoint arms the next, and the last one the relock.
         guard case .persist = unlock.first, case .wakeUp(let at, _) = unlock.dropFirst().first else {
             Issue.record("expected persist, then wake-up first: \(unlock)")
             return
         }
-        #expect(iso(at) == "2025-03-01T10:32:00Z")
-        clock.advance(minutes: 29.99)
+        #expect(iso(at) == "2025-03-01T10:03:00Z")
+        var lastWake: String?
+        for _ in 0..<29 {
+            clock.advance(minutes: 1)
+            let checkpoint = engine.handle(.tick, at: clock.now)
+            #expect(checkpoint.persisted != nil)
+            for case .wakeUp(let at, _) in checkpoint { lastWake = iso(at) }
+        }
+        #expect(lastWake == "2025-03-01T10:32:00Z")
+        clock.advance(minutes: 0.99)
         #expect(!engine.shielded("games", at: clock.now))
         clock.advance(minutes: 0.01)
         let relock = engine.handle(.tick, at: clock.now)

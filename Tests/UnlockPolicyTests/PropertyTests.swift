@@ -29,6 +29,8 @@ enum Op: CustomStringConvertible {
     case zone(String)
     case restart
     case reboot
+    /// Power off for `seconds` (no ticks), then boot with the wall clock moved by `clockMinutes`.
+    case powerCycle(seconds: Int, clockMinutes: Int)
     case failPersist(Bool)
     case failWakeUps(Bool)
 
@@ -43,6 +45,7 @@ enum Op: CustomStringConvertible {
         case .zone(let z): "zone \(z)"
         case .restart: "restart"
         case .reboot: "reboot"
+        case .powerCycle(let s, let m): "powerCycle \(s)s clock \(m)min"
         case .failPersist(let on): "failPersist \(on)"
         case .failWakeUps(let on): "failWakeUps \(on)"
         }
@@ -117,6 +120,14 @@ struct Driver {
         case .zone(let z): out = sim.send(.zoneChanged(z))
         case .restart: out = sim.restart(reboot: false)
         case .reboot: out = sim.restart(reboot: true)
+        case .powerCycle(let s, let m):
+            sim.powerOff()
+            _ = sim.advance(to: sim.now.addingTimeInterval(Double(s)))
+            if m != 0 {
+                wallOffset += Int64(m) * 60_000
+                _ = sim.setWallClock(to: sim.now.addingTimeInterval(Double(wallOffset) / 1000))
+            }
+            out = sim.restart(reboot: true)
         case .failPersist(let on):
             if var store = sim.stateStore as? ValueStateStore {
                 store.failure = on ? "No space left on device" : nil
@@ -241,8 +252,10 @@ struct PropertyTests {
         }
     }
 
-    /// A restart (same boot) never changes the outcome; neither does a reboot when the wall clock
-    /// is not changed while the daemon is down.
+    /// A restart (same boot) never changes the outcome; neither does a reboot that keeps the
+    /// machine off for a minute or more when the wall clock is not changed while it is down. (A
+    /// quicker reboot may end an unlock up to a minute early: the time between the last save and
+    /// the power-off cannot be told from a clock set back; see docs/policy.md.)
     @Test(arguments: 0..<4)
     func restartNeverChangesTheOutcome(batch: Int) {
         for seed in UInt64(10_000 + batch * 250)..<UInt64(10_000 + batch * 250 + 250) {
@@ -257,7 +270,12 @@ struct PropertyTests {
                 a.apply(op)
                 b.apply(op)
                 if Int.random(in: 0..<5, using: &g) == 0 {
-                    b.apply(jumps || Bool.random(using: &g) ? .restart : .reboot)
+                    if jumps || Bool.random(using: &g) {
+                        b.apply(.restart)
+                    } else {
+                        a.apply(.wait(seconds: 60))
+                        b.apply(.powerCycle(seconds: 60, clockMinutes: 0))
+                    }
                 }
                 #expect(a.outcome == b.outcome, "seed \(seed) op \(i) \(op)")
                 if a.outcome != b.outcome { return }
