@@ -28,6 +28,14 @@ public struct PolicyEngine: Sendable {
     private var knownApplied: Set<String> = []
     private var lastWake: Int64?
     private var lastWakeBoot = ""
+    /// Whether a window timed in elapsed time (gate, schedule goal, emergency, manual lock) is
+    /// running, as of the last evaluation; while one is, the state is saved every minute.
+    private var timedWindowRunning = false
+    /// The ledger time at which the next checkpoint save is due while a timed window runs (nil:
+    /// at once; this engine has not saved yet).
+    private var nextCheckpoint: Int64?
+    /// Set by a reboot whose wall clock is behind the last saved reading: the amount.
+    private var rebootClockBehind: Int64?
     private var retryAt: Int64?
     /// While the daily cap refuses a store's gate: the ledger time from which it may not (recheck
     /// from then).
@@ -50,6 +58,13 @@ public struct PolicyEngine: Sendable {
     /// The most wall-clock downtime a reboot adds to the ledger beyond the new boot's uptime.
     static let maximumRebootCredit: Int64 = millisPerDay
     static let week: Int64 = 7 * millisPerDay
+    /// While a timed window runs, the state is saved at least this often (elapsed time), so a
+    /// power cut loses at most this much of the ledger.
+    static let checkpointInterval: Int64 = millisPerMinute
+    /// How far a new boot's wall clock may read behind the last saved reading (allowing for the
+    /// new boot's uptime) before the clock counts as set back: the firmware clock keeps whole
+    /// seconds.
+    static let rebootClockTolerance: Int64 = 2_000
 
     /// Creates an engine over a state (fresh by default: every gate locked).
     public init(
@@ -118,7 +133,7 @@ public struct PolicyEngine: Sendable {
                 applied[store] = selection.targets
                 knownApplied.insert(store)
                 shieldsDirty = true
-                problems.removeAll { $0.hasPrefix("shield for \(store) failed") }
+                problems.removeAll { Self.problemText($0).hasPrefix("shield for \(store) failed") }
             case .failed(let reason):
                 knownApplied.remove(store)
                 applied[store] = nil
@@ -154,6 +169,9 @@ public struct PolicyEngine: Sendable {
         {
             evaluate()
         }
+        // A checkpoint: while a timed window runs, save at least once a minute of elapsed time,
+        // so a power cut (or a firmware clock set back) loses at most a minute of the ledger.
+        if timedWindowRunning, state.ledger >= nextCheckpoint ?? .min { dirty = true }
         var shieldEffects: [PolicyEffect] = []
         if shieldsDirty && !skipReconcile {
             shieldEffects = reconcile()
@@ -167,6 +185,7 @@ public struct PolicyEngine: Sendable {
         if dirty && answering == nil {
             effects.append(.persist(state))
             dirty = false
+            nextCheckpoint = state.ledger + Self.checkpointInterval
         }
         if !isWakeUpFailure(answering), let wake = nextWake(), wake != lastWake || bootID != lastWakeBoot {
             lastWake = wake
@@ -212,6 +231,7 @@ public struct PolicyEngine: Sendable {
                 let expected = last.wall + delta
                 if abs(w - expected) > 1000 {
                     needsEvaluation = true
+                    dirty = true  // save the new reading: a reboot measures its gap from it
                     capBlockedUntil.removeAll()
                     notices.append(
                         PolicyNotice(
@@ -223,9 +243,26 @@ public struct PolicyEngine: Sendable {
                 // A reboot: the boot clock restarted. Real time elapsed is at least the new boot's
                 // uptime; the wall clock is the only other evidence, and the firmware clock can be
                 // set by anyone at the keyboard, so it may add at most a day beyond the uptime.
-                let credit = max(0, m, min(w - last.wall, m + Self.maximumRebootCredit))
+                let uptime = max(0, m)
+                let gap = w - last.wall
+                let credit: Int64
+                if gap < uptime - Self.rebootClockTolerance {
+                    // The wall clock reads earlier than the last save plus the new uptime: it was
+                    // set back while the machine was down. The time powered off cannot be
+                    // measured; only the uptime is credited, and running unlocks end (below).
+                    credit = uptime
+                    rebootClockBehind = uptime - gap
+                } else {
+                    credit = max(uptime, min(gap, m + Self.maximumRebootCredit))
+                }
                 state.ledger = min(state.ledger + credit, Self.monoRange.upperBound)
+                // The machine may have run for up to a checkpoint interval after the last save,
+                // and a clock set back by less than the time it was off hides that: charge the
+                // running unlock windows for whatever part of that interval the credit beyond
+                // the uptime does not cover, so repeated reboots cannot add up.
+                chargeUnlockWindows(max(0, Self.checkpointInterval - (credit - uptime)))
                 needsEvaluation = true
+                dirty = true  // save the new boot's reading at once
                 applied.removeAll()
                 knownApplied.removeAll()
                 shieldsDirty = true
@@ -242,6 +279,37 @@ public struct PolicyEngine: Sendable {
         bootID = instant.bootID
         mono = m
         wall = w
+        if let behind = rebootClockBehind {
+            rebootClockBehind = nil
+            let moved = "wall clock is \(formatDuration(behind)) behind the last saved reading after a reboot"
+            notices.append(
+                PolicyNotice(
+                    kind: .clockJumped,
+                    reason: "\(moved); the time powered off cannot be measured, so running unlocks end"))
+            if unlockWindowRunning { failClosed("\(moved) (time powered off cannot be measured)") }
+        }
+    }
+
+    /// Makes every running unlock window (gate, schedule goal, emergency) `charge` ms older.
+    /// Manual locks are not charged (that would shorten them).
+    private mutating func chargeUnlockWindows(_ charge: Int64) {
+        guard charge > 0 else { return }
+        for name in Array(state.stores.keys) {
+            guard var s = state.stores[name] else { continue }
+            s.gate.window?.startLedger -= charge
+            s.emergency?.window.startLedger -= charge
+            for (id, o) in s.occurrences where o.window != nil {
+                s.occurrences[id]?.window?.startLedger -= charge
+            }
+            if state.stores[name] != s { state.stores[name] = s }
+        }
+    }
+
+    /// Whether an unlock window (gate, schedule goal, emergency) is running in the state.
+    private var unlockWindowRunning: Bool {
+        state.stores.values.contains { s in
+            s.gate.window != nil || s.emergency != nil || s.occurrences.values.contains { $0.window != nil }
+        }
     }
 
     // MARK: - Zones and schedules
@@ -375,6 +443,8 @@ public struct PolicyEngine: Sendable {
         }
         nextLedgerEvent = ledgerEvent
         nextWallEvent = wallEvent
+        // Every running timed window noted its ledger end.
+        timedWindowRunning = ledgerEvent != .max
         updateDesired()
     }
 
@@ -756,16 +826,26 @@ public struct PolicyEngine: Sendable {
 
     // MARK: - Fail closed
 
+    /// A problem's text without its leading timestamp (`2025-03-01T09:02:00.123Z: `, of any
+    /// length); a problem without one (from loading the state) is returned whole.
+    static func problemText(_ problem: String) -> Substring {
+        guard let separator = problem.firstRange(of: ": "),
+            parseISO8601(String(problem[..<separator.lowerBound])) != nil
+        else { return Substring(problem) }
+        return problem[separator.upperBound...]
+    }
+
+    /// Records a problem, stamped with the wall time; the same problem recorded earlier is
+    /// replaced, so a recurring failure is listed once (with its latest time).
     private mutating func addProblem(_ text: String) {
-        let stamped = "\(formatISO8601(wall)): \(text)"
-        problems.removeAll { $0.dropFirst(22) == stamped.dropFirst(22) }
-        problems.append(stamped)
+        problems.removeAll { Self.problemText($0) == text }
+        problems.append("\(formatISO8601(wall)): \(text)")
         if problems.count > 20 { problems.removeFirst(problems.count - 20) }
     }
 
     /// Ends every unlock (gate, schedule goals, emergency) at once.
     private mutating func failClosed(_ reason: String) {
-        let known = problems.last.map { $0.dropFirst(22) == "\(reason); locked" } ?? false
+        let known = problems.last.map { Self.problemText($0) == "\(reason); locked" } ?? false
         addProblem("\(reason); locked")
         var revoked = false
         for name in Array(state.stores.keys) {
@@ -856,6 +936,12 @@ public struct PolicyEngine: Sendable {
             best = min(best ?? t, t)
         }
         if let retryAt, retryAt > mono { best = min(best ?? retryAt, retryAt) }
+        if timedWindowRunning, let checkpoint = nextCheckpoint {
+            // Never sooner than a second from now, so a save that cannot be made yet (the answer
+            // to a failed batch) does not make the engine ask to be woken at once, again and again.
+            let t = max(mono + checkpoint - state.ledger, mono + 1000)
+            best = min(best ?? t, t)
+        }
         return best.map { max($0, mono + 1) }
     }
 

@@ -19,8 +19,8 @@ public struct ScenarioError: Error, Hashable, Sendable, CustomStringConvertible 
 /// The deterministic scenario runner behind `stepgate simulate --config CONFIG SCRIPT.jsonl`.
 ///
 /// Each script line is one JSON object: a time (`at` or `after`) and one action (`steps`,
-/// `tick`, `lock`, `skip`, `emergency`, `setClock`, `zone`, `restart`, `reboot`, `shield`,
-/// `failPersist`, `failWakeUps`, `reload`, `status`, `expect`). The output is one JSON line
+/// `tick`, `lock`, `skip`, `emergency`, `setClock`, `zone`, `restart`, `reboot`, `powerOff`,
+/// `shield`, `failPersist`, `failWakeUps`, `reload`, `status`, `expect`). The output is one JSON line
 /// per effect and state change. Blank lines and lines starting with `#` or `//` are skipped.
 /// The format is documented in `docs/policy.md` ("Scenario scripts").
 public struct ScenarioRunner {
@@ -65,9 +65,11 @@ public struct ScenarioRunner {
     }
 
     private static let actions = [
-        "steps", "tick", "lock", "skip", "emergency", "setClock", "zone", "restart", "reboot", "shield",
-        "failPersist", "failWakeUps", "reload", "status", "expect",
+        "steps", "tick", "lock", "skip", "emergency", "setClock", "zone", "restart", "reboot", "powerOff",
+        "shield", "failPersist", "failWakeUps", "reload", "status", "expect",
     ]
+    /// What a script may do while the simulated machine is powered off.
+    private static let whilePoweredOff: Set<String> = ["setClock", "reboot", "failPersist", "failWakeUps"]
 
     private mutating func runParsed(_ value: JSONValue, lineNumber: Int) throws(JSONPathError) -> [String] {
         let r = try JSONObjectReader(value, path: "")
@@ -97,6 +99,10 @@ public struct ScenarioRunner {
             throw JSONPathError(path: "at", message: "the first line needs an \"at\" time")
         }
         guard var sim = simulator else { return [] }
+        if sim.isPoweredOff, !Self.whilePoweredOff.contains(action) {
+            throw JSONPathError(
+                path: action, message: "the machine is powered off; only setClock and reboot until it boots")
+        }
         var extra: [String] = []
         switch action {
         case "steps":
@@ -139,11 +145,34 @@ public struct ScenarioRunner {
             records += sim.setWallClock(to: dateFromMillis(ms))
         case "zone":
             records += sim.send(.zoneChanged(try r.string("zone")))
-        case "restart", "reboot":
+        case "restart", "powerOff":
             guard try r.bool(action) == true else {
                 throw JSONPathError(path: action, message: "expected true")
             }
-            records += sim.restart(reboot: action == "reboot")
+            if action == "powerOff" {
+                guard !sim.isPoweredOff else {
+                    throw JSONPathError(path: action, message: "the machine is already powered off")
+                }
+                sim.powerOff()
+            } else {
+                records += sim.restart(reboot: false)
+            }
+        case "reboot":
+            // `true`, or `{"clock": ISO}`: a power cycle with the firmware clock set to ISO.
+            if case .object = r.value("reboot") {
+                let o = try r.object("reboot")
+                try o.rejectUnknownKeys(allowed: ["clock"])
+                let text = try o.string("clock")
+                guard let ms = parseISO8601(text) else {
+                    throw JSONPathError(
+                        path: "reboot.clock", message: "expected an ISO 8601 instant, found \"\(text)\"")
+                }
+                if !sim.isPoweredOff { sim.powerOff() }
+                _ = sim.setWallClock(to: dateFromMillis(ms))
+            } else if try r.bool("reboot") != true {
+                throw JSONPathError(path: "reboot", message: "expected true or {\"clock\": ISO}")
+            }
+            records += sim.restart(reboot: true)
         case "shield":
             let o = try r.object("shield")
             try o.rejectUnknownKeys(allowed: ["store", "applied", "failed"])

@@ -85,6 +85,10 @@ public struct PolicySimulator {
     var wakeUpLimit = 100_000
     private var wakeUpFailed = false
     private var lastInput: Int64
+    /// The machine's system zone (the last `.zoneChanged` sent), given to an engine after a restart.
+    private var machineZone: String?
+    /// Whether the machine is powered off (`powerOff()` until `restart(reboot: true)`).
+    public private(set) var isPoweredOff = false
 
     /// Starts at real time `start`, loading state from `stateStore`.
     public init(
@@ -95,6 +99,7 @@ public struct PolicySimulator {
         engine = PolicyEngine(configuration: configuration, restoring: store.load(), systemZone: systemZone)
         self.stateStore = store
         systemZoneAtStart = systemZone
+        machineZone = systemZone
         real = millisFromDate(start)
         bootStart = real
         lastInput = real
@@ -128,7 +133,7 @@ public struct PolicySimulator {
         let target = millisFromDate(date)
         var records: [PolicyRecord] = []
         var count = 0
-        while let next = nextTick(), next <= target {
+        while !isPoweredOff, let next = nextTick(), next <= target {
             guard count < wakeUpLimit else {
                 throw PolicySimulationError(
                     message:
@@ -156,6 +161,7 @@ public struct PolicySimulator {
     /// Delivers one input now and carries out the effects.
     public mutating func send(_ input: PolicyInput) -> [PolicyRecord] {
         lastInput = real
+        if case .zoneChanged(let zone) = input { machineZone = zone }
         return perform(engine.handle(input, at: instant), depth: 0)
     }
 
@@ -173,25 +179,35 @@ public struct PolicySimulator {
         return send(.shieldReport(store: store, report))
     }
 
-    /// Sets the machine's wall clock (real time goes on) and delivers a `.tick`.
+    /// Sets the machine's wall clock (real time goes on) and delivers a `.tick`. While the machine
+    /// is powered off it sets the firmware clock: no tick, the next boot starts from it.
     public mutating func setWallClock(to date: Date) -> [PolicyRecord] {
         wallOffset = millisFromDate(date) - real
-        return send(.tick)
+        return isPoweredOff ? [] : send(.tick)
     }
 
-    /// Restarts the daemon: a fresh engine loads the saved state. With `reboot`, the boot clock
-    /// restarts too (new boot id). Delivers a `.tick` as the first input.
+    /// Powers the machine off: no wake-ups or ticks until `restart(reboot: true)`, and whatever
+    /// was not saved is lost. Shields do not survive it.
+    public mutating func powerOff() {
+        isPoweredOff = true
+        pendingWake = nil
+        enforced.removeAll()
+    }
+
+    /// Restarts the daemon: a fresh engine loads the saved state (only what was saved: nothing
+    /// of the old engine's memory is kept). With `reboot`, the boot clock restarts too (new boot
+    /// id), after a power-off if the machine is off. Delivers a `.tick` as the first input.
     public mutating func restart(reboot: Bool) -> [PolicyRecord] {
         if reboot {
             bootNumber += 1
             bootStart = real
             enforced.removeAll()
+            isPoweredOff = false
         }
         pendingWake = nil
         let loaded = stateStore.load()
         engine = PolicyEngine(
-            configuration: engine.configuration, restoring: loaded,
-            systemZone: engine.state.systemZone ?? systemZoneAtStart)
+            configuration: engine.configuration, restoring: loaded, systemZone: machineZone)
         return send(.tick)
     }
 

@@ -17,13 +17,22 @@ struct GateTests {
         #expect(unlock.removes.map(\.0) == ["games"])
         #expect(
             unlock.notices.first { $0.kind == .ownerRemoved }.map { iso($0.until) } == "2025-03-01T10:32:00Z")
-        // The wake-up arms the relock before the shield is removed.
+        // A wake-up is armed before the shield is removed: the first minute's checkpoint save;
+        // each checkpoint arms the next, and the last one the relock.
         guard case .persist = unlock.first, case .wakeUp(let at, _) = unlock.dropFirst().first else {
             Issue.record("expected persist, then wake-up first: \(unlock)")
             return
         }
-        #expect(iso(at) == "2025-03-01T10:32:00Z")
-        clock.advance(minutes: 29.99)
+        #expect(iso(at) == "2025-03-01T10:03:00Z")
+        var lastWake: String?
+        for _ in 0..<29 {
+            clock.advance(minutes: 1)
+            let checkpoint = engine.handle(.tick, at: clock.now)
+            #expect(checkpoint.persisted != nil)
+            for case .wakeUp(let at, _) in checkpoint { lastWake = iso(at) }
+        }
+        #expect(lastWake == "2025-03-01T10:32:00Z")
+        clock.advance(minutes: 0.99)
         #expect(!engine.shielded("games", at: clock.now))
         clock.advance(minutes: 0.01)
         let relock = engine.handle(.tick, at: clock.now)
@@ -88,6 +97,53 @@ struct GateTests {
             #expect(engine.shielded("games", at: clock.now))
             #expect(engine.problems.last?.contains("locked") == true)
         }
+    }
+
+    /// A failure that keeps recurring is listed once (with its latest time, whatever the length
+    /// of the timestamp: with or without milliseconds), and announced once while nothing is
+    /// unlocked.
+    @Test func aRepeatedFailureIsListedOnce() {
+        var clock = ManualClock("2025-03-01T10:00:00Z")
+        var engine = PolicyEngine(configuration: gateConfig())
+        _ = engine.handle(.tick, at: clock.now)
+        var announced = 0
+        for i in 0..<50 {
+            // Each input's batch tries to save again (the failed save left the state unsaved),
+            // and the shell reports that save failed.
+            clock.advance(minutes: i % 2 == 0 ? 0.0123 : 1)
+            let batch = engine.handle(.tick, at: clock.now)
+            if i > 0 { #expect(batch.persisted != nil) }
+            announced +=
+                engine.handle(.effectFailed(.persist("ENOSPC")), at: clock.now).kinds.filter {
+                    $0 == "fail-closed"
+                }.count
+        }
+        let saves = engine.problems.filter { $0.contains("could not save the state: ENOSPC") }
+        #expect(saves.count == 1)
+        #expect(saves.first?.hasPrefix(formatISO8601(clock.wall) + ": ") == true)
+        #expect(announced == 1)
+        // Another failure is listed besides it; the same text is compared after the timestamp only.
+        _ = engine.handle(.effectFailed(.wakeUp("timerfd: EMFILE")), at: clock.now)
+        #expect(engine.problems.count == 2)
+        #expect(PolicyEngine.problemText("2025-03-01T10:00:00.123Z: a: b") == "a: b")
+        #expect(PolicyEngine.problemText("2025-03-01T10:00:00Z: a: b") == "a: b")
+        #expect(
+            PolicyEngine.problemText("state file is corrupt: x; started locked")
+                == "state file is corrupt: x; started locked")
+    }
+
+    /// A shield failure is listed until the shield reports the store applied.
+    @Test func aShieldProblemClearsWhenTheShieldReportsApplied() {
+        var clock = ManualClock("2025-03-01T10:00:00Z")
+        var engine = PolicyEngine(configuration: gateConfig())
+        _ = engine.handle(.tick, at: clock.now)
+        for _ in 0..<3 {
+            clock.advance(minutes: 0.0017)
+            _ = engine.handle(.shieldReport(store: "games", .failed("EPERM")), at: clock.now)
+        }
+        #expect(engine.problems.filter { $0.contains("shield for games failed") }.count == 1)
+        _ = engine.handle(.shieldReport(store: "games", .applied(games)), at: clock.now)
+        #expect(!engine.problems.contains { $0.contains("shield for games failed") })
     }
 }
 
