@@ -42,6 +42,12 @@ public final class ExecDenyShield: Shield {
     private var responder: Thread?
     /// Watches the folders of shielded files; see ``onChange``.
     private let watcher: FolderWatcher?
+    /// The files each shielded store stands for, from the last recheck.
+    private var storeFiles: [String: Set<FileID>] = [:]
+    /// What happens to a store's running programs when it is shielded.
+    private let runningAction: @Sendable (String) -> RunningProgramAction
+    /// Between SIGTERM and SIGKILL.
+    private let gracePeriod: Duration
 
     struct FileID: Hashable, Sendable {
         var device: UInt64
@@ -65,6 +71,12 @@ public final class ExecDenyShield: Shield {
         set { watcher?.onChange.withLock { $0 = newValue } }
     }
 
+    /// Where `.desktop` files are looked for by default.
+    public static let standardApplicationDirectories = [
+        "/usr/share/applications", "/usr/local/share/applications",
+        "/var/lib/flatpak/exports/share/applications",
+    ]
+
     /// The events marked on every shielded file.
     static let marks = UInt64(FAN_OPEN_EXEC_PERM) | UInt64(FAN_OPEN_PERM)
 
@@ -75,15 +87,19 @@ public final class ExecDenyShield: Shield {
     ///   - applicationDirectories: Where `.desktop` files are looked for.
     ///   - privilegedGroup: The admin group's id: its members (and root) may still open the
     ///     shielded files, though not execute them.
+    ///   - runningAction: Per store, what happens to its programs already running when it is
+    ///     shielded (and at every recheck while it is).
+    ///   - gracePeriod: How long a terminated program has between SIGTERM and SIGKILL.
     public init(
         searchPath: String =
             "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin:/usr/games:/usr/local/games",
-        applicationDirectories: [String] = [
-            "/usr/share/applications", "/usr/local/share/applications",
-            "/var/lib/flatpak/exports/share/applications",
-        ],
-        privilegedGroup: UInt32? = nil
+        applicationDirectories: [String] = standardApplicationDirectories,
+        privilegedGroup: UInt32? = nil,
+        runningAction: @escaping @Sendable (String) -> RunningProgramAction = { _ in .terminate },
+        gracePeriod: Duration = .seconds(10)
     ) throws(ShieldError) {
+        self.runningAction = runningAction
+        self.gracePeriod = gracePeriod
         self.searchPath = searchPath
         self.applicationDirectories = applicationDirectories
         let fd = fanotify_init(
@@ -135,13 +151,53 @@ public final class ExecDenyShield: Shield {
         var storeTargets = targets[context.store] ?? []
         storeTargets.formUnion(selection)
         targets[context.store] = storeTargets
+        defer { actOnRunningPrograms() }
         try refresh()
     }
 
     public func remove(_ selection: [Target], context: ShieldContext) throws(ShieldError) {
+        let before = storeFiles[context.store] ?? []
         targets[context.store]?.subtract(selection)
         if targets[context.store]?.isEmpty == true { targets[context.store] = nil }
+        defer {
+            // Programs stopped while shielded go on, unless another store still shields them.
+            let stillShielded = denied.files.withLock { Set($0.keys) }
+            for process in RunningProcess.running(before.subtracting(stillShielded))
+            where process.state == "T" {
+                process.signal(SIGCONT)
+            }
+        }
         try refresh()
+    }
+
+    /// Carries out each shielded store's ``RunningProgramAction`` on its programs that run now.
+    private func actOnRunningPrograms() {
+        var terminated: [RunningProcess] = []
+        for (store, files) in storeFiles.sorted(by: { $0.key < $1.key }) {
+            let action = runningAction(store)
+            guard action != .leave else { continue }
+            for process in RunningProcess.running(files) {
+                // The gate is for gated users: root's and the admin group's processes run on.
+                if ProcessCredentials(pid: process.pid)?.isPrivileged(group: denied.privilegedGroup) != false
+                {
+                    continue
+                }
+                switch action {
+                case .terminate:
+                    process.signal(SIGTERM)
+                    process.signal(SIGCONT)  // a stopped process must run to handle SIGTERM
+                    terminated.append(process)
+                case .stop:
+                    if process.state != "T" { process.signal(SIGSTOP) }
+                case .leave: break
+                }
+            }
+        }
+        guard !terminated.isEmpty else { return }
+        let grace = Double(gracePeriod.components.seconds) + Double(gracePeriod.components.attoseconds) / 1e18
+        DispatchQueue.global().asyncAfter(deadline: .now() + grace) { [terminated] in
+            for process in terminated { process.signal(SIGKILL) }
+        }
     }
 
     public func inForce() throws(ShieldError) -> [String: Set<Target>] {
@@ -165,7 +221,7 @@ public final class ExecDenyShield: Shield {
     ///
     /// - Throws: Every problem, for every store, in one error.
     public func refresh() throws(ShieldError) {
-        let problems = recheck()
+        let problems = remark()
         if !problems.isEmpty {
             let text = Set(problems.values.map(\.message)).sorted().joined(separator: "; ")
             throw ShieldError(shield: name, message: text)
@@ -175,7 +231,14 @@ public final class ExecDenyShield: Shield {
     /// Re-resolves and re-marks every shielded target (see ``refresh()``); returns the problems
     /// per store (empty when every shielded file is marked).
     public func recheck() -> [String: ShieldError] {
+        let problems = remark()
+        actOnRunningPrograms()
+        return problems
+    }
+
+    private func remark() -> [String: ShieldError] {
         var wanted: [FileID: String] = [:]
+        var targetFiles: [Target: Set<FileID>] = [:]
         var problemsByTarget: [Target: [String]] = [:]
         var folders: Set<String> = []
         for target in targets.values.reduce(into: Set(), { $0.formUnion($1) }).sorted() {
@@ -204,6 +267,7 @@ public final class ExecDenyShield: Shield {
                         marked[id] = path
                     }
                     wanted[id] = path
+                    targetFiles[target, default: []].insert(id)
                 }
             } catch {
                 problems.append(error.message)
@@ -219,6 +283,7 @@ public final class ExecDenyShield: Shield {
             marked[id] = nil
         }
         watcher?.watch(folders)
+        storeFiles = targets.mapValues { $0.reduce(into: Set()) { $0.formUnion(targetFiles[$1] ?? []) } }
         var result: [String: ShieldError] = [:]
         for (store, set) in targets {
             let messages = set.sorted().flatMap { problemsByTarget[$0] ?? [] }

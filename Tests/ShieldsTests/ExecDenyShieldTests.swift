@@ -1,5 +1,6 @@
 import Foundation
 import StepGateTestSupport
+import Synchronization
 import Testing
 import UnlockPolicy
 
@@ -154,6 +155,78 @@ struct ExecDenyShieldTests {
         #expect(other.status != 0)
     }
 
+    /// At relock a gated user's running program is terminated, stopped or left, as configured;
+    /// root's copy runs on.
+    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/setpriv"), "needs setpriv"))
+    func runningProgramsAreTerminatedStoppedOrLeftAtRelock() throws {
+        chmod(folder.path, 0o755)
+        let game = folder.appendingPathComponent("sleeper").path
+        try FileManager.default.copyItem(atPath: "/bin/sleep", toPath: game)
+        func start(asNobody: Bool = true) throws -> Process {
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: asNobody ? "/usr/bin/setpriv" : game)
+            process.arguments =
+                asNobody ? ["--reuid=nobody", "--regid=nogroup", "--clear-groups", game, "30"] : ["30"]
+            try process.run()
+            let id = try #require(fileID(game))
+            for _ in 0..<100
+            where !RunningProcess.running([id]).contains(where: { $0.pid == process.processIdentifier }) {
+                usleep(20_000)
+            }
+            return process
+        }
+        func fileID(_ path: String) -> ExecDenyShield.FileID? {
+            var info = stat()
+            guard stat(path, &info) == 0 else { return nil }
+            return .init(device: UInt64(info.st_dev), inode: UInt64(info.st_ino))
+        }
+        /// The process's state once it settles (signals are delivered asynchronously).
+        func state(_ process: Process, awaiting wanted: Character? = nil) -> Character? {
+            for _ in 0..<50 {
+                let now = RunningProcess(pid: process.processIdentifier)?.state
+                if wanted == nil || now == wanted { return now }
+                usleep(10_000)
+            }
+            return RunningProcess(pid: process.processIdentifier)?.state
+        }
+        let target = [Target(kind: .executable, value: game)]
+        let actions = Mutex<[String: RunningProgramAction]>(["t": .terminate, "s": .stop, "l": .leave])
+        let shield = try ExecDenyShield(
+            runningAction: { store in actions.withLock { $0[store] ?? .terminate } },
+            gracePeriod: .milliseconds(300))
+
+        // terminate: the gated user's program ends; root's runs on.
+        let played = try start()
+        let rootCopy = try start(asNobody: false)
+        defer { rootCopy.terminate() }
+        try shield.apply(target, context: ShieldContext(store: "t"))
+        played.waitUntilExit()
+        #expect(played.terminationReason == .uncaughtSignal)
+        #expect(rootCopy.isRunning)
+        try shield.remove(target, context: ShieldContext(store: "t"))
+
+        // stop: stopped while shielded (again at each recheck), resumed at unlock.
+        let stopped = try start()
+        defer { stopped.terminate() }
+        try shield.apply(target, context: ShieldContext(store: "s"))
+        #expect(state(stopped, awaiting: "T") == "T")
+        kill(stopped.processIdentifier, SIGCONT)  // the user resumes it...
+        usleep(50_000)
+        _ = shield.recheck()
+        #expect(state(stopped, awaiting: "T") == "T")  // ...and the next recheck stops it again
+        try shield.remove(target, context: ShieldContext(store: "s"))
+        #expect(state(stopped, awaiting: "S") == "S")
+        #expect(stopped.isRunning)
+
+        // leave: runs on.
+        let left = try start()
+        defer { left.terminate() }
+        try shield.apply(target, context: ShieldContext(store: "l"))
+        usleep(400_000)
+        #expect(left.isRunning && state(left) != "T")
+        try shield.remove(target, context: ShieldContext(store: "l"))
+    }
+
     @Test func aMissingProgramIsReportedNotIgnored() throws {
         let shield = try ExecDenyShield()
         let error = #expect(throws: ShieldError.self) {
@@ -162,6 +235,18 @@ struct ExecDenyShieldTests {
         }
         #expect(error?.message.contains("not found") == true)
         #expect(try shield.inForce().isEmpty)
+    }
+}
+
+@Suite("Process stat lines")
+struct RunningProcessTests {
+    @Test func readsStateAndStartTimeWhateverTheName() throws {
+        let line = "4242 (a game) (x)) T 1 4242 4242 0 -1 4194560 100 0 0 0 1 2 0 0 20 0 1 0 987654 1000 100"
+        let process = try #require(RunningProcess(pid: 4242, stat: line))
+        #expect(process.state == "T")
+        #expect(process.startTime == 987_654)
+        #expect(RunningProcess(pid: 1, stat: "1 (init) S 0") == nil)
+        #expect(RunningProcess(pid: getpid())?.isAlive == true)
     }
 }
 

@@ -154,13 +154,12 @@ final class Daemon {
         if c.execShield {
             do {
                 let adminGroup = c.adminGroup.flatMap { getgrnam($0)?.pointee.gr_gid }
-                let shield: ExecDenyShield
-                if let directories = c.applicationDirectories {
-                    shield = try ExecDenyShield(
-                        applicationDirectories: directories, privilegedGroup: adminGroup)
-                } else {
-                    shield = try ExecDenyShield(privilegedGroup: adminGroup)
-                }
+                let (perStore, fallback) = (c.running, c.runningDefault)
+                let shield = try ExecDenyShield(
+                    applicationDirectories: c.applicationDirectories
+                        ?? ExecDenyShield.standardApplicationDirectories,
+                    privilegedGroup: adminGroup, runningAction: { perStore[$0] ?? fallback },
+                    gracePeriod: .milliseconds(Int64(c.graceSeconds * 1000)))
                 let inbox = inbox
                 shield.onChange = { inbox.post(.shieldsChanged) }
                 list.append(shield)

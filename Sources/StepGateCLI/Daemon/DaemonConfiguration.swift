@@ -46,6 +46,12 @@ struct DaemonConfiguration {
     var adminGroup: String?
     var execShield = false
     var applicationDirectories: [String]?
+    /// What happens to a store's running programs when it is shielded: per store, else
+    /// `runningDefault`.
+    var running: [String: RunningProgramAction] = [:]
+    var runningDefault = RunningProgramAction.terminate
+    /// Between SIGTERM and SIGKILL for `terminate`.
+    var graceSeconds = 10.0
     var systemctl: String?
     var domains: (path: String, format: DomainShield.Format, reload: [String]?)?
     var hooks: [String: HookShield.Hook] = [:]
@@ -137,7 +143,42 @@ struct DaemonConfiguration {
                 guard let exec = exec as? [String: Any] else {
                     throw JSONPathError(path: "shields.exec", message: "expected an object")
                 }
-                try rejectUnknown(exec, ["enabled", "applicationDirectories"], at: "shields.exec")
+                try rejectUnknown(
+                    exec, ["enabled", "applicationDirectories", "running", "graceSeconds"], at: "shields.exec"
+                )
+                func action(_ value: Any, at path: String) throws -> RunningProgramAction {
+                    let names = RunningProgramAction.allCases.map { "\"\($0.rawValue)\"" }.joined(
+                        separator: ", ")
+                    guard let text = value as? String, let action = RunningProgramAction(rawValue: text)
+                    else {
+                        throw JSONPathError(path: path, message: "expected one of \(names), found \(value)")
+                    }
+                    return action
+                }
+                switch exec["running"] {
+                case nil: break
+                case let perStore as [String: Any]:
+                    for (store, value) in perStore {
+                        let parsed = try action(value, at: "shields.exec.running.\(store)")
+                        if store == "*" {
+                            configuration.runningDefault = parsed
+                        } else {
+                            configuration.running[store] = parsed
+                        }
+                    }
+                case let value?:
+                    configuration.runningDefault = try action(value, at: "shields.exec.running")
+                }
+                if let grace = exec["graceSeconds"] {
+                    guard let seconds = grace as? Double, !(grace is Bool), seconds.isFinite, seconds >= 0,
+                        seconds <= 600
+                    else {
+                        throw JSONPathError(
+                            path: "shields.exec.graceSeconds",
+                            message: "expected a number of seconds from 0 to 600, found \(grace)")
+                    }
+                    configuration.graceSeconds = seconds
+                }
                 configuration.execShield = try bool(exec["enabled"], at: "shields.exec.enabled") ?? true
                 configuration.applicationDirectories = try strings(
                     exec["applicationDirectories"], at: "shields.exec.applicationDirectories")
