@@ -34,10 +34,8 @@ struct ControlLimits: Sendable {
 /// One control request waiting for the daemon's answer. Answering never blocks: the answer is
 /// handed to the server's thread, which writes it when the client can take it.
 final class ControlRequest: Sendable {
-    /// The request's `command`.
-    let command: String
-    /// The other members of the request object, as text (numbers in their JSON spelling).
-    let fields: [String: String]
+    /// What was asked, checked.
+    let command: ControlCommand
     let peer: PeerCredentials
     /// Whether the peer may change the policy (root or the admin group).
     let isAdmin: Bool
@@ -45,11 +43,10 @@ final class ControlRequest: Sendable {
     private let answered = Atomic<Bool>(false)
 
     init(
-        command: String, fields: [String: String], peer: PeerCredentials, isAdmin: Bool,
+        command: ControlCommand, peer: PeerCredentials, isAdmin: Bool,
         deliver: @escaping @Sendable (String) -> Void = { _ in }
     ) {
         self.command = command
-        self.fields = fields
         self.peer = peer
         self.isAdmin = isAdmin
         self.deliver = deliver
@@ -59,42 +56,6 @@ final class ControlRequest: Sendable {
     func respond(_ json: String) {
         guard !answered.exchange(true, ordering: .acquiringAndReleasing) else { return }
         deliver(json)
-    }
-}
-
-/// A control socket error: what failed and why.
-struct ControlSocketError: Error, CustomStringConvertible {
-    var message: String
-    var description: String { message }
-}
-
-/// Reads one request line: a JSON object with a string `command` and string or number members.
-/// Pure, so it can be fuzzed; the error is the message sent back.
-enum ControlRequestDecoder {
-    static func decode(_ line: [UInt8]) -> Result<
-        (command: String, fields: [String: String]), ControlSocketError
-    > {
-        let object: Any
-        do {
-            object = try JSONSerialization.jsonObject(with: Data(line))
-        } catch {
-            return .failure(ControlSocketError(message: "expected one JSON request line"))
-        }
-        guard let members = object as? [String: Any], let command = members["command"] as? String else {
-            return .failure(ControlSocketError(message: #"expected a JSON object with a "command""#))
-        }
-        var fields: [String: String] = [:]
-        for (key, value) in members where key != "command" {
-            if let text = value as? String {
-                fields[key] = text
-            } else if let number = value as? NSNumber {
-                fields[key] = number.stringValue
-            } else {
-                return .failure(
-                    ControlSocketError(message: "\"\(key)\": expected a string or a number"))
-            }
-        }
-        return .success((command, fields))
     }
 }
 
@@ -328,16 +289,16 @@ final class ControlServer: Sendable {
             guard line.count <= limits.maximumRequest else {
                 return answer(index, #"{"ok":false,"error":"request line too long"}"#)
             }
-            switch ControlRequestDecoder.decode(line) {
+            switch ControlCommand.decode(line) {
             case .failure(let error):
                 answer(index, "{\"ok\":false,\"error\":\(JSONLine.quoted(error.message))}")
-            case .success(let (command, fields)):
+            case .success(let command):
                 let id = connections[index].id
                 let peer = connections[index].peer
                 connections[index].phase = .waiting
                 connections[index].deadline = .now + limits.answerDeadline
                 let request = ControlRequest(
-                    command: command, fields: fields, peer: peer, isAdmin: isAdmin(peer),
+                    command: command, peer: peer, isAdmin: isAdmin(peer),
                     deliver: { [self] text in
                         outbox.withLock { $0.append((id, text)) }
                         wake()

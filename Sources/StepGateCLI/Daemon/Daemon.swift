@@ -364,24 +364,35 @@ final class Daemon {
 
     // MARK: Control requests
 
-    /// The longest lock an admin may ask for over the socket, in minutes (366 days).
-    static let maximumLockMinutes = 366.0 * 24 * 60
-
-    /// Answers one request. Nothing here blocks or touches the file system on a client's
-    /// behalf, and every value a client sends is checked before it reaches the engine.
+    /// Answers one request (decoded and bounded by ``ControlCommand``). Nothing here blocks
+    /// or touches the file system on a client's behalf.
     private func answer(_ request: ControlRequest) {
         let now = SystemClock.now()
-        let who = "uid \(request.peer.uid)"
         func refuse(_ message: String) {
             request.respond("{\"ok\":false,\"error\":\(JSONLine.quoted(message))}")
         }
-        func denied() {
-            refuse(
+        if request.command.changesPolicy && !request.isAdmin {
+            return refuse(
                 "permission denied: only root"
                     + (configuration.adminGroup.map { " or members of \($0)" } ?? "")
                     + " may change the policy")
         }
-        func reply(_ effects: [PolicyEffect]) {
+        switch request.command {
+        case .ping:
+            request.respond(#"{"ok":true}"#)
+        case .status:
+            request.respond(statusJSON(now))
+        case .check(let executable, let resolved):
+            request.respond(checkJSON(executable, resolved: resolved, now))
+        case .reload:
+            if let error = reload() {
+                refuse("\(error); the old configuration stays in force")
+            } else {
+                request.respond(#"{"ok":true}"#)
+            }
+        case .lock, .skip, .emergency:
+            guard let command = request.command.policyCommand(by: "uid \(request.peer.uid)") else { return }
+            let effects = engine.handle(.command(command), at: now)
             perform(effects)
             let notices = effects.compactMap { effect -> String? in
                 if case .notify(let notice) = effect { return JSONLine.quoted(notice.description) }
@@ -392,49 +403,6 @@ final class Daemon {
                 return false
             }
             request.respond("{\"ok\":\(!refused),\"events\":[\(notices.joined(separator: ","))]}")
-        }
-        switch request.command {
-        case "ping":
-            request.respond(#"{"ok":true}"#)
-        case "status":
-            request.respond(statusJSON(now))
-        case "check":
-            request.respond(
-                checkJSON(
-                    request.fields["executable"] ?? "", resolved: request.fields["resolved"], now))
-        case "lock":
-            guard request.isAdmin else { return denied() }
-            guard let store = request.fields["store"] else { return refuse(#"lock needs "store""#) }
-            guard let text = request.fields["minutes"], let minutes = Double(text), minutes.isFinite,
-                minutes > 0, minutes <= Self.maximumLockMinutes
-            else {
-                return refuse(
-                    #"lock: "minutes" must be a number greater than 0 and at most "#
-                        + "\(Int(Self.maximumLockMinutes)) (366 days), found \(request.fields["minutes"] ?? "nothing")"
-                )
-            }
-            reply(
-                engine.handle(
-                    .command(.lock(store: store, duration: .seconds(minutes * 60), by: who)), at: now))
-        case "skip":
-            guard request.isAdmin else { return denied() }
-            guard let schedule = request.fields["schedule"] else { return refuse(#"skip needs "schedule""#) }
-            reply(
-                engine.handle(
-                    .command(.skip(schedule: schedule, occurrence: request.fields["occurrence"])), at: now))
-        case "emergency":
-            guard request.isAdmin else { return denied() }
-            guard let store = request.fields["store"] else { return refuse(#"emergency needs "store""#) }
-            reply(engine.handle(.command(.emergencyUnlock(store: store, by: who)), at: now))
-        case "reload":
-            guard request.isAdmin else { return denied() }
-            if let error = reload() {
-                refuse("\(error); the old configuration stays in force")
-            } else {
-                request.respond(#"{"ok":true}"#)
-            }
-        default:
-            refuse("unknown command '\(request.command.prefix(64))'")
         }
     }
 
