@@ -44,55 +44,88 @@ public final class SystemdShield: Shield {
         }
     }
 
+    /// Stops and masks each unit first, then remembers whether it was running. A unit is
+    /// enforced even when the memory cannot be saved (a full or read-only state folder): the
+    /// failure is still thrown, so the shield is reported as failing and retried, but it never
+    /// leaves a unit running. One target's failure does not stop the others.
     public func apply(_ targets: [Target], context: ShieldContext) throws(ShieldError) {
+        var failure: ShieldError?
         for target in targets {
-            let unit = try validated(target.value)
-            if var known = memory[unit] {
-                known.stores.insert(context.store)
-                memory[unit] = known
-            } else {
-                let active =
-                    try systemctl(["is-active", "--quiet", unit], unit: unit, allowFailure: true) == 0
-                memory[unit] = UnitMemory(stores: [context.store], wasActive: active)
+            do throws(ShieldError) {
+                let unit = try validated(target.value)
+                if var known = memory[unit], try isMaskedForThisBoot(unit) {
+                    known.stores.insert(context.store)
+                    memory[unit] = known
+                } else {
+                    // Unknown, or remembered but no longer masked (a reboot, or a removal whose
+                    // save failed): what runs now is what to start again on removal.
+                    let active =
+                        try systemctl(["is-active", "--quiet", unit], unit: unit, allowFailure: true) == 0
+                    memory[unit] = UnitMemory(stores: [context.store], wasActive: active)
+                }
+                try systemctl(["stop", unit], unit: unit)
+                try systemctl(["mask", "--runtime", unit], unit: unit)
+            } catch {
+                failure = failure ?? error
             }
-            try save()
-            try systemctl(["stop", unit], unit: unit)
-            try systemctl(["mask", "--runtime", unit], unit: unit)
         }
+        do throws(ShieldError) {
+            try save()
+        } catch {
+            failure = failure ?? error.enforcedAnyway()
+        }
+        if let failure { throw failure }
     }
 
+    /// Unmasks each unit (and starts it if it was running) first, then forgets it. When the
+    /// memory cannot be saved the file may still name the unit; a later apply sees that the
+    /// unit is not masked and asks systemd afresh, so a stale entry never starts a unit that was
+    /// not running.
     public func remove(_ targets: [Target], context: ShieldContext) throws(ShieldError) {
+        var failure: ShieldError?
         for target in targets {
-            let unit = try validated(target.value)
-            guard var known = memory[unit] else {
-                // Not ours (or forgotten): make sure it is not left masked by us.
+            do throws(ShieldError) {
+                let unit = try validated(target.value)
+                guard var known = memory[unit] else {
+                    // Not ours (or forgotten): make sure it is not left masked by us.
+                    try systemctl(["unmask", "--runtime", unit], unit: unit)
+                    continue
+                }
+                known.stores.remove(context.store)
+                if !known.stores.isEmpty {
+                    memory[unit] = known
+                    continue
+                }
                 try systemctl(["unmask", "--runtime", unit], unit: unit)
-                continue
+                if known.wasActive { try systemctl(["start", unit], unit: unit) }
+                memory[unit] = nil
+            } catch {
+                failure = failure ?? error
             }
-            known.stores.remove(context.store)
-            if !known.stores.isEmpty {
-                memory[unit] = known
-                try save()
-                continue
-            }
-            try systemctl(["unmask", "--runtime", unit], unit: unit)
-            if known.wasActive { try systemctl(["start", unit], unit: unit) }
-            memory[unit] = nil
-            try save()
         }
+        do throws(ShieldError) {
+            try save()
+        } catch {
+            failure = failure ?? error
+        }
+        if let failure { throw failure }
     }
 
     /// Units masked for this boot, per store that holds them, read back from systemd.
     public func inForce() throws(ShieldError) -> [String: Set<Target>] {
         var result: [String: Set<Target>] = [:]
         for (unit, known) in memory {
-            let output = try capture(["is-enabled", unit], unit: unit)
-            guard output.trimmingCharacters(in: .whitespacesAndNewlines) == "masked-runtime" else { continue }
+            guard try isMaskedForThisBoot(unit) else { continue }
             for store in known.stores {
                 result[store, default: []].insert(Target(kind: .systemdUnit, value: unit))
             }
         }
         return result
+    }
+
+    private func isMaskedForThisBoot(_ unit: String) throws(ShieldError) -> Bool {
+        try capture(["is-enabled", unit], unit: unit).trimmingCharacters(in: .whitespacesAndNewlines)
+            == "masked-runtime"
     }
 
     private func validated(_ unit: String) throws(ShieldError) -> String {
@@ -136,7 +169,7 @@ public final class SystemdShield: Shield {
             let data = try encoder.encode(memory)
             try DurableFile.writeAtomically(Array(data), to: memoryPath)
         } catch let error as FileError {
-            throw ShieldError(shield: name, message: error.description)
+            throw ShieldError(shield: name, message: "cannot save the unit memory: \(error)")
         } catch {
             throw ShieldError(shield: name, message: "cannot encode the unit memory: \(error)")
         }
@@ -144,3 +177,14 @@ public final class SystemdShield: Shield {
 }
 
 @available(*, unavailable) extension SystemdShield: Sendable {}
+
+extension ShieldError {
+    /// The same failure, saying that the units were stopped and masked all the same.
+    fileprivate func enforcedAnyway() -> ShieldError {
+        var error = self
+        error.message +=
+            "; the units are stopped and masked anyway, but if StepGate restarts before a save succeeds"
+            + " it will not know which of them to start again"
+        return error
+    }
+}

@@ -1,3 +1,4 @@
+import Foundation
 import Shields
 import UnlockPolicy
 
@@ -38,6 +39,15 @@ struct DaemonCommand: Command {
 
     func run() async throws {
         let configuration = try DaemonConfiguration.load(path: configPath)
+        if geteuid() == 0 {
+            // Checked before anything is created in them, and again once the daemon's own folders
+            // exist (so one that another user made first is refused).
+            try Self.checkFolders(configuration, configPath: configPath, allowMissing: true)
+            if !check {
+                try Self.createFolders(configuration)
+                try Self.checkFolders(configuration, configPath: configPath, allowMissing: false)
+            }
+        }
         if check {
             print("\(configPath): valid")
             switch configuration.input {
@@ -67,5 +77,58 @@ struct DaemonCommand: Command {
             configuration: configuration, configPath: configPath, log: Logger(level: verbose ? .debug : .info)
         )
         try await daemon.run()
+    }
+
+    /// The folders root keeps its files in: the state directory, the control socket's folder and
+    /// the domains shield's file's folder.
+    static func folders(_ configuration: DaemonConfiguration) -> [(role: String, path: String)] {
+        var list = [
+            ("state directory", configuration.stateDirectory),
+            ("control socket folder", folderOf(configuration.controlSocket)),
+        ]
+        if let domains = configuration.domains {
+            list.append(("domains file folder", folderOf(domains.path)))
+        }
+        return list
+    }
+
+    /// As root, refuses folders that another user could change (planted links would let them
+    /// make root overwrite any file). `allowMissing` before the daemon has created its state and
+    /// socket folders (and for `--check`, which creates nothing).
+    static func checkFolders(_ configuration: DaemonConfiguration, configPath: String, allowMissing: Bool)
+        throws
+    {
+        for (role, path) in folders(configuration) {
+            do {
+                try FolderSafety.checkOnlyRootCanChange(path, allowMissing: allowMissing)
+            } catch {
+                throw ConfigurationFileError(path: configPath, message: "\(role): \(error)")
+            }
+        }
+    }
+
+    /// Creates the state directory (0700) and the control socket's folder (0755), and any folder
+    /// above them (0755), as root, before they are checked.
+    static func createFolders(_ configuration: DaemonConfiguration) throws {
+        for (path, mode) in [
+            (configuration.stateDirectory, mode_t(0o700)),
+            (folderOf(configuration.controlSocket), mode_t(0o755)),
+        ] {
+            var prefix = path.hasPrefix("/") ? "" : "."
+            let parts = path.split(separator: "/").map(String.init)
+            for (index, part) in parts.enumerated() {
+                prefix += "/" + part
+                if mkdir(prefix, index == parts.count - 1 ? mode : 0o755) != 0 && errno != EEXIST {
+                    throw ConfigurationFileError(
+                        path: prefix, message: "cannot create the folder: \(String(cString: strerror(errno)))"
+                    )
+                }
+            }
+        }
+    }
+
+    private static func folderOf(_ path: String) -> String {
+        let folder = (path as NSString).deletingLastPathComponent
+        return folder.isEmpty ? "." : folder
     }
 }

@@ -41,7 +41,16 @@ struct StepLedger {
         self.path = path
         day = StepLedger.today(now)
         steps = 0
-        guard let data = FileManager.default.contents(atPath: path) else { return }
+        // Never through a symbolic link, like the policy state: the daemon reads it as root.
+        let bytes: [UInt8]
+        do {
+            guard let contents = try DurableFile.read(path, limit: 1 << 20) else { return }
+            bytes = contents
+        } catch {
+            warn("\(error); starting today's count at 0")
+            return
+        }
+        let data = Data(bytes)
         guard
             let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any],
             let version = object["version"] as? Int, let fileDay = object["day"] as? String,

@@ -28,6 +28,8 @@ public enum Fixtures {
         let url = FileManager.default.temporaryDirectory.appendingPathComponent(
             "stepgate-test-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+        // 0755 whatever the umask: a daemon run as root refuses folders others can write.
+        chmod(url.path, 0o755)
         return url
     }
 }

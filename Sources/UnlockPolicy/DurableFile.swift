@@ -31,17 +31,31 @@ public struct FileError: Error, Hashable, Sendable, CustomStringConvertible {
 }
 
 /// Whole-file reads and atomic, durable writes, for state files and the files shields manage.
+///
+/// Neither follows a symbolic link at the file's own path: a read fails (`ELOOP`) and a write
+/// refuses, so a link planted where a state file should be cannot point root at another file.
+/// Temporary files get unpredictable names and are created exclusively (`O_EXCL|O_NOFOLLOW`),
+/// so a link planted at a temporary name is never followed either.
 public enum DurableFile {
-    /// Reads a whole file; `nil` when it does not exist.
+    /// Reads a whole regular file; `nil` when it does not exist.
     ///
     /// - Parameter limit: Largest size accepted, in bytes; a larger file is an error.
     public static func read(_ path: String, limit: Int = 16 << 20) throws(FileError) -> [UInt8]? {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        // O_NONBLOCK: a FIFO planted at the path must not hang the daemon in open(2).
+        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)
         if fd < 0 {
             if Glibc.errno == ENOENT { return nil }
+            if Glibc.errno == ELOOP {
+                throw FileError(operation: "cannot open", path: path, reason: "it is a symbolic link")
+            }
             throw .errno("cannot open", path)
         }
         defer { close(fd) }
+        var info = stat()
+        guard fstat(fd, &info) == 0 else { throw .errno("cannot stat", path) }
+        guard info.st_mode & S_IFMT == S_IFREG else {
+            throw FileError(operation: "cannot read", path: path, reason: "not a regular file")
+        }
         var result: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 65_536)
         while true {
@@ -61,7 +75,12 @@ public enum DurableFile {
 
     /// Replaces `path` with `bytes` atomically and durably: write a temporary file beside it,
     /// `fsync`, `rename` over the old one, `fsync` the directory. A crash leaves either the old
-    /// file or the new one, never a mix.
+    /// file or the new one, never a mix. Every step is relative to one open descriptor of the
+    /// directory, so the directory cannot be swapped half-way.
+    ///
+    /// The temporary file is `NAME.tmp-<random>`, created with `O_CREAT|O_EXCL|O_NOFOLLOW` (a
+    /// name that exists is retried with another). A symbolic link, or anything but a regular
+    /// file, at `path` is refused rather than followed or replaced.
     ///
     /// - Parameters:
     ///   - mode: Permissions for a new file. An existing file keeps its permissions and owner.
@@ -69,22 +88,53 @@ public enum DurableFile {
         throws(FileError)
     {
         let directory: String
+        let name: String
         if let slash = path.lastIndex(of: "/") {
             directory = slash == path.startIndex ? "/" : String(path[..<slash])
+            name = String(path[path.index(after: slash)...])
         } else {
             directory = "."
+            name = path
         }
+        guard !name.isEmpty, name != ".", name != ".." else {
+            throw FileError(operation: "cannot write", path: path, reason: "not a file name")
+        }
+        let dfd = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard dfd >= 0 else { throw .errno("cannot open directory", directory) }
+        defer { close(dfd) }
+
         var existing = stat()
-        let exists = stat(path, &existing) == 0
-        let temporary = "\(path).tmp-\(getpid())"
-        let fd = open(
-            temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC,
-            exists ? existing.st_mode & 0o7777 : mode_t(mode))
-        guard fd >= 0 else { throw .errno("cannot create", temporary) }
+        let exists: Bool
+        if fstatat(dfd, name, &existing, AT_SYMLINK_NOFOLLOW) == 0 {
+            switch existing.st_mode & S_IFMT {
+            case S_IFREG: exists = true
+            case S_IFLNK:
+                throw FileError(
+                    operation: "cannot replace", path: path,
+                    reason: "it is a symbolic link; StepGate never writes through or over one")
+            default:
+                throw FileError(operation: "cannot replace", path: path, reason: "not a regular file")
+            }
+        } else if Glibc.errno == ENOENT {
+            exists = false
+        } else {
+            throw .errno("cannot stat", path)
+        }
+
+        let createMode = exists ? existing.st_mode & 0o7777 : mode_t(mode)
+        var temporary = ""
+        var fd: Int32 = -1
+        for _ in 0..<100 {
+            temporary = "\(name).tmp-\(randomSuffix())"
+            fd = openat(dfd, temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, createMode)
+            if fd >= 0 || Glibc.errno != EEXIST { break }
+        }
+        let temporaryPath = directory == "/" ? "/" + temporary : "\(directory)/\(temporary)"
+        guard fd >= 0 else { throw .errno("cannot create", temporaryPath) }
         func fail(_ operation: String) -> FileError {
-            let error = FileError.errno(operation, temporary)
+            let error = FileError.errno(operation, temporaryPath)
             close(fd)
-            unlink(temporary)
+            unlinkat(dfd, temporary, 0)
             return error
         }
         if exists {
@@ -107,14 +157,21 @@ public enum DurableFile {
         }
         if fsync(fd) != 0 { throw fail("cannot fsync") }
         close(fd)
-        if rename(temporary, path) != 0 {
+        // rename(2) replaces whatever is at the name (even a link planted since the check
+        // above) and never follows it.
+        if renameat(dfd, temporary, dfd, name) != 0 {
             let error = FileError.errno("cannot rename onto", path)
-            unlink(temporary)
+            unlinkat(dfd, temporary, 0)
             throw error
         }
-        let dfd = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        guard dfd >= 0 else { throw .errno("cannot open directory", directory) }
-        defer { close(dfd) }
         if fsync(dfd) != 0 { throw .errno("cannot fsync directory", directory) }
+    }
+
+    /// 64 random bits in hex, from the system's random source.
+    private static func randomSuffix() -> String {
+        var generator = SystemRandomNumberGenerator()
+        let value = generator.next()
+        let hex = String(value, radix: 16)
+        return String(repeating: "0", count: 16 - hex.count) + hex
     }
 }

@@ -96,6 +96,94 @@ struct SystemdShieldTests {
         #expect(error?.message.contains("not found") == true)
     }
 
+    /// A full or read-only state folder must not open the shield: the unit is stopped and
+    /// masked even though the memory cannot be saved, and the failure is still reported. The
+    /// folder becomes a regular file after the shield has read it, so every write fails (even
+    /// for root).
+    @Test func anUnwritableMemoryFolderStillStopsAndMasks() throws {
+        let folder = try Fixtures.temporaryFolder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let (runner, log) = try fakeSystemctl(in: folder, active: ["minecraft.service"])
+        let state = folder.appendingPathComponent("state")
+        try FileManager.default.createDirectory(at: state, withIntermediateDirectories: true)
+        let shield = try SystemdShield(
+            memoryPath: state.appendingPathComponent("m.json").path, runner: runner)
+        try FileManager.default.removeItem(at: state)
+        #expect(FileManager.default.createFile(atPath: state.path, contents: Data("not a folder".utf8)))
+
+        let error = #expect(throws: ShieldError.self) {
+            try shield.apply(units("minecraft.service"), context: ShieldContext(store: "games"))
+        }
+        #expect(
+            error?.message.contains("cannot save the unit memory") == true, "\(String(describing: error))")
+        #expect(error?.message.contains("stopped and masked anyway") == true)
+        let unitFiles = folder.appendingPathComponent("units").path
+        #expect(!FileManager.default.fileExists(atPath: "\(unitFiles)/minecraft.service.active"))
+        #expect(FileManager.default.fileExists(atPath: "\(unitFiles)/minecraft.service.masked"))
+        #expect(try shield.inForce() == ["games": Set(units("minecraft.service"))])
+        let calls = try String(contentsOfFile: log, encoding: .utf8).split(separator: "\n")
+        #expect(calls.contains("stop minecraft.service"))
+        #expect(calls.contains("mask --runtime minecraft.service"))
+
+        // Still in this process, the memory is right: removal starts the unit again.
+        #expect(throws: ShieldError.self) {
+            try shield.remove(units("minecraft.service"), context: ShieldContext(store: "games"))
+        }
+        #expect(FileManager.default.fileExists(atPath: "\(unitFiles)/minecraft.service.active"))
+        #expect(!FileManager.default.fileExists(atPath: "\(unitFiles)/minecraft.service.masked"))
+    }
+
+    /// A StepGate that restarted after a failed save does not know the unit, but removing it
+    /// still unmasks it: no unit stays masked for good without a trace.
+    @Test func aForgottenUnitIsStillUnmaskedOnRemoval() throws {
+        let folder = try Fixtures.temporaryFolder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let (runner, _) = try fakeSystemctl(in: folder, active: ["x.service"])
+        let state = folder.appendingPathComponent("state")
+        try FileManager.default.createDirectory(at: state, withIntermediateDirectories: true)
+        let memory = state.appendingPathComponent("m.json").path
+        let shield = try SystemdShield(memoryPath: memory, runner: runner)
+        try FileManager.default.removeItem(at: state)
+        _ = FileManager.default.createFile(atPath: state.path, contents: nil)
+        #expect(throws: ShieldError.self) {
+            try shield.apply(units("x.service"), context: ShieldContext(store: "games"))
+        }
+        try FileManager.default.removeItem(at: state)
+        try FileManager.default.createDirectory(at: state, withIntermediateDirectories: true)
+        let restarted = try SystemdShield(memoryPath: memory, runner: runner)
+        try restarted.remove(units("x.service"), context: ShieldContext(store: "games"))
+        let unitFiles = folder.appendingPathComponent("units").path
+        #expect(!FileManager.default.fileExists(atPath: "\(unitFiles)/x.service.masked"))
+    }
+
+    /// A removal whose save failed leaves a stale entry ("was running") in the file. After a
+    /// restart the unit is not masked, so the next apply asks systemd again: a unit stopped by
+    /// hand in between is not started when the shield lifts.
+    @Test func aStaleMemoryNeverStartsAUnitThatWasNotRunning() throws {
+        let folder = try Fixtures.temporaryFolder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let (runner, log) = try fakeSystemctl(in: folder, active: ["x.service"])
+        let state = folder.appendingPathComponent("state")
+        try FileManager.default.createDirectory(at: state, withIntermediateDirectories: true)
+        let memory = state.appendingPathComponent("m.json").path
+        let shield = try SystemdShield(memoryPath: memory, runner: runner)
+        try shield.apply(units("x.service"), context: ShieldContext(store: "games"))
+        let saved = try Data(contentsOf: URL(fileURLWithPath: memory))
+        try shield.remove(units("x.service"), context: ShieldContext(store: "games"))
+        // As if that save had failed: the file still says the unit is held and was running.
+        try saved.write(to: URL(fileURLWithPath: memory))
+        let unitFiles = folder.appendingPathComponent("units").path
+        try FileManager.default.removeItem(atPath: "\(unitFiles)/x.service.active")  // stopped by hand
+
+        let restarted = try SystemdShield(memoryPath: memory, runner: runner)
+        #expect(try restarted.inForce().isEmpty)
+        try restarted.apply(units("x.service"), context: ShieldContext(store: "games"))
+        try restarted.remove(units("x.service"), context: ShieldContext(store: "games"))
+        #expect(!FileManager.default.fileExists(atPath: "\(unitFiles)/x.service.active"))
+        let calls = try String(contentsOfFile: log, encoding: .utf8).split(separator: "\n")
+        #expect(calls.filter { $0 == "start x.service" }.count == 1)
+    }
+
     @Test func aCorruptMemoryFileIsAnError() throws {
         let folder = try Fixtures.temporaryFolder()
         let memory = folder.appendingPathComponent("m.json").path

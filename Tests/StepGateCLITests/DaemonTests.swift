@@ -114,6 +114,75 @@ private func config(folder: URL, walk: String, speed: Double = 20, exec: String?
 struct DaemonTests {
     private func sample(_ name: String) -> String { Fixtures.samples.appendingPathComponent(name).path }
 
+    /// Run as root, the daemon refuses state, socket and domains-file folders that another user
+    /// could change, both with `--check` and at start, before it writes anything.
+    @Test(.enabled(if: geteuid() == 0, "needs root: only a daemon run as root checks its folders"))
+    func asRootFoldersOthersCanChangeAreRefused() throws {
+        let folder = try Fixtures.temporaryFolder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let theirs = folder.appendingPathComponent("theirs").path
+        try FileManager.default.createDirectory(atPath: theirs, withIntermediateDirectories: false)
+        chmod(theirs, 0o755)
+        chown(theirs, 65_534, 65_534)
+        let shared = folder.appendingPathComponent("shared").path
+        try FileManager.default.createDirectory(atPath: shared, withIntermediateDirectories: false)
+        chmod(shared, 0o777)
+        let own = folder.appendingPathComponent("own").path
+        func attempt(state: String, socket: String, hosts: String) throws -> (
+            check: ProcessResult, start: ProcessResult
+        ) {
+            let config = folder.appendingPathComponent("config.json").path
+            try """
+            {
+              "input": {"replay": "\(sample("drive-wrist-0.csv"))"},
+              "policy": {"stores": {"games": {"selection": {"domains": ["example.com"]},
+                 "gate": {"goals": [{"steps": 50, "minutes": 1}]}}}},
+              "stateDirectory": "\(state)", "controlSocket": "\(socket)",
+              "shields": {"domains": {"path": "\(hosts)"}}
+            }
+            """.write(toFile: config, atomically: true, encoding: .utf8)
+            return (
+                try runProcess(Fixtures.stepgateExecutable, ["daemon", "--check", "--config", config]),
+                // Bounded: a daemon that does not refuse would otherwise run on.
+                try runProcess(
+                    URL(fileURLWithPath: "/usr/bin/timeout"),
+                    ["-s", "KILL", "20", Fixtures.stepgateExecutable.path, "daemon", "--config", config])
+            )
+        }
+        let state = try attempt(
+            state: theirs + "/state", socket: own + "/control.sock", hosts: own + "/hosts")
+        for result in [state.check, state.start] {
+            #expect(result.status == 1)
+            #expect(
+                result.standardError.contains(
+                    "state directory: unsafe folder \(theirs)/state: \(theirs) is owned by nobody (uid 65534), mode 0755;"
+                ),
+                "\(result.standardError)")
+        }
+        #expect(!FileManager.default.fileExists(atPath: theirs + "/state"))
+        #expect(!FileManager.default.fileExists(atPath: own))
+
+        let socket = try attempt(state: own + "/state", socket: "/tmp/control.sock", hosts: own + "/hosts")
+        for result in [socket.check, socket.start] {
+            #expect(result.status == 1)
+            #expect(
+                result.standardError.contains(
+                    "control socket folder: unsafe folder /tmp: /tmp is owned by root (uid 0), mode 1777;"),
+                "\(result.standardError)")
+        }
+
+        let hosts = try attempt(
+            state: own + "/state", socket: own + "/control.sock", hosts: shared + "/hosts")
+        for result in [hosts.check, hosts.start] {
+            #expect(result.status == 1)
+            #expect(
+                result.standardError.contains("domains file folder: unsafe folder \(shared)"),
+                "\(result.standardError)")
+            #expect(result.standardError.contains("mode 0777"))
+        }
+        #expect(!FileManager.default.fileExists(atPath: shared + "/hosts"))
+    }
+
     @Test func walkUnlocksAndTheDeadlineSurvivesKillAndRestart() throws {
         let folder = try Fixtures.temporaryFolder()
         try "127.0.0.1 localhost\n".write(
