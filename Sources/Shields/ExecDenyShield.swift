@@ -44,6 +44,9 @@ public final class ExecDenyShield: Shield {
     private let watcher: FolderWatcher?
     /// The files each shielded store stands for, from the last recheck.
     private var storeFiles: [String: Set<FileID>] = [:]
+    /// Per store and target, every file it has been shielded through (kept while the target is
+    /// shielded, so moving or renaming the file does not free it).
+    private var stickyFiles: [String: [Target: Set<FileID>]] = [:]
     /// What happens to a store's running programs when it is shielded.
     private let runningAction: @Sendable (String) -> RunningProgramAction
     /// Between SIGTERM and SIGKILL.
@@ -206,9 +209,10 @@ public final class ExecDenyShield: Shield {
         for (store, set) in targets {
             // In force when the target resolves to files, and every one is marked and denied.
             for target in set {
-                let ids = ((try? resolve(target)) ?? []).map { fileID($0) }
-                if !ids.isEmpty
-                    && ids.allSatisfy({ $0.map { files[$0] != nil && marked[$0] != nil } ?? false })
+                let (found, problems) = resolve(target)
+                let ids = found.map { FileID(device: $0.device, inode: $0.inode) }
+                if !ids.isEmpty && problems.isEmpty
+                    && ids.allSatisfy({ files[$0] != nil && marked[$0] != nil })
                 {
                     result[store, default: []].insert(target)
                 }
@@ -237,41 +241,48 @@ public final class ExecDenyShield: Shield {
     }
 
     private func remark() -> [String: ShieldError] {
-        var wanted: [FileID: String] = [:]
-        var targetFiles: [Target: Set<FileID>] = [:]
+        var targetFiles: [Target: [TrustedPath]] = [:]
         var problemsByTarget: [Target: [String]] = [:]
         var folders: Set<String> = []
         for target in targets.values.reduce(into: Set(), { $0.formUnion($1) }).sorted() {
-            var problems: [String] = []
-            defer { if !problems.isEmpty { problemsByTarget[target] = problems } }
-            do {
-                let paths = try resolve(target)
-                if paths.isEmpty && target.kind == .executable {
-                    problems.append("\(target.value): not found")
-                }
-                if target.kind == .executable, target.value.hasPrefix("/") {
-                    folders.insert(parentFolder(target.value))
-                }
-                for path in paths {
-                    folders.insert(parentFolder(path))
-                    guard let id = fileID(path) else {
-                        problems.append("\(path): cannot stat")
+            let (files, problems) = resolve(target)
+            var all = problems
+            if files.isEmpty && problems.isEmpty && target.kind == .executable {
+                all.append("\(target.value): not found")
+            }
+            if target.kind == .executable, target.value.hasPrefix("/") {
+                folders.insert(parentFolder(target.value))
+            }
+            for file in files {
+                folders.insert(parentFolder(file.path))
+                let id = FileID(device: file.device, inode: file.inode)
+                if marked[id] == nil {
+                    if fanotify_mark(group, UInt32(FAN_MARK_ADD), Self.marks, AT_FDCWD, file.path) != 0 {
+                        all.append("\(file.path): fanotify_mark: \(String(cString: strerror(errno)))")
                         continue
                     }
-                    if marked[id] == nil {
-                        let result = fanotify_mark(group, UInt32(FAN_MARK_ADD), Self.marks, AT_FDCWD, path)
-                        if result != 0 {
-                            problems.append("\(path): fanotify_mark: \(String(cString: strerror(errno)))")
-                            continue
-                        }
-                        marked[id] = path
-                    }
-                    wanted[id] = path
-                    targetFiles[target, default: []].insert(id)
+                    marked[id] = file.path
                 }
-            } catch {
-                problems.append(error.message)
+                targetFiles[target, default: []].append(file)
             }
+            if !all.isEmpty { problemsByTarget[target] = all }
+        }
+        // A file once shielded for a target stays denied while the target is shielded, wherever
+        // it is moved or renamed to: only the daemon lets it go.
+        var sticky: [String: [Target: Set<FileID>]] = [:]
+        for (store, set) in targets {
+            for target in set {
+                var ids = stickyFiles[store]?[target] ?? []
+                for file in targetFiles[target] ?? [] {
+                    ids.insert(FileID(device: file.device, inode: file.inode))
+                }
+                sticky[store, default: [:]][target] = ids
+            }
+        }
+        stickyFiles = sticky
+        var wanted: [FileID: String] = [:]
+        for ids in sticky.values.flatMap(\.values) {
+            for id in ids { wanted[id] = marked[id] ?? "" }
         }
         denied.files.withLock { $0 = wanted }
         // Unmark what is no longer shielded, through its path if that still leads to the same
@@ -283,7 +294,7 @@ public final class ExecDenyShield: Shield {
             marked[id] = nil
         }
         watcher?.watch(folders)
-        storeFiles = targets.mapValues { $0.reduce(into: Set()) { $0.formUnion(targetFiles[$1] ?? []) } }
+        storeFiles = sticky.mapValues { $0.values.reduce(into: Set()) { $0.formUnion($1) } }
         var result: [String: ShieldError] = [:]
         for (store, set) in targets {
             let messages = set.sorted().flatMap { problemsByTarget[$0] ?? [] }
@@ -299,19 +310,25 @@ public final class ExecDenyShield: Shield {
         return slash == path.startIndex ? "/" : String(path[..<slash])
     }
 
-    /// The files a target stands for.
-    func resolve(_ target: Target) throws(ShieldError) -> [String] {
+    /// The files a target stands for, each with who controls the way to it (see
+    /// ``TrustedPath``), and the problems met on the way.
+    func resolve(_ target: Target) -> (files: [TrustedPath], problems: [String]) {
         switch target.kind {
         case .executable:
-            return resolveProgram(target.value).map { [$0] } ?? []
+            return resolveProgram(target.value, extra: [])
         case .desktopCategory:
             return desktopPrograms(category: target.value)
         default:
-            return []
+            return ([], [])
         }
     }
 
-    private func resolveProgram(_ name: String) -> String? {
+    /// A program by path or by name on `PATH`, checked with ``TrustedPath``; while shielded,
+    /// also the staging names a package manager unpacks an upgrade under
+    /// (`PATH.dpkg-new`, `PATH.dpkg-tmp`), so the new version cannot be copied before it lands.
+    private func resolveProgram(_ name: String, extra: Set<UInt32?>) -> (
+        files: [TrustedPath], problems: [String]
+    ) {
         var candidate: String?
         if name.hasPrefix("/") {
             candidate = name
@@ -324,29 +341,45 @@ public final class ExecDenyShield: Shield {
                 }
             }
         }
-        guard let candidate, let real = realpath(candidate, nil) else { return nil }
-        defer { free(real) }
-        return String(cString: real)
+        guard let candidate else { return ([], []) }
+        var files: [TrustedPath] = []
+        var problems: [String] = []
+        for (index, path) in [candidate, candidate + ".dpkg-new", candidate + ".dpkg-tmp"].enumerated() {
+            switch TrustedPath.resolve(path) {
+            case .success(let file):
+                if let refusal = file.refusal(extra: extra) {
+                    problems.append(refusal)
+                } else {
+                    files.append(file)
+                }
+            case .failure(let failure):
+                if index == 0 && !failure.missing { problems.append(failure.reason) }
+            }
+        }
+        return (files, problems)
     }
 
-    /// Programs of the `.desktop` entries in a category.
-    private func desktopPrograms(category: String) -> [String] {
-        var programs: Set<String> = []
+    /// Programs of the `.desktop` entries in a category. An entry that a non-root user can
+    /// change only names programs that user owns.
+    private func desktopPrograms(category: String) -> (files: [TrustedPath], problems: [String]) {
+        var files: [TrustedPath] = []
+        var problems: [String] = []
         for directory in applicationDirectories {
             guard let names = try? FileManager.default.contentsOfDirectory(atPath: directory) else {
                 continue
             }
-            for file in names where file.hasSuffix(".desktop") {
-                guard let text = try? String(contentsOfFile: "\(directory)/\(file)", encoding: .utf8) else {
-                    continue
-                }
+            for file in names.sorted() where file.hasSuffix(".desktop") {
+                let path = "\(directory)/\(file)"
+                guard let text = try? String(contentsOfFile: path, encoding: .utf8) else { continue }
                 guard let entry = DesktopEntry(text), entry.categories.contains(category),
                     let exec = entry.program
                 else { continue }
-                if let path = resolveProgram(exec) { programs.insert(path) }
+                let found = resolveProgram(exec, extra: TrustedPath.controllers(ofFile: path))
+                files += found.files
+                problems += found.problems.map { "\(path): \($0)" }
             }
         }
-        return programs.sorted()
+        return (files, problems)
     }
 
     private func fileID(_ path: String) -> FileID? {

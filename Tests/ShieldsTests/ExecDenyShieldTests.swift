@@ -6,6 +6,13 @@ import UnlockPolicy
 
 @testable import Shields
 
+/// Runs a shell command as the unprivileged user `nobody`.
+private func asNobody(_ command: String) throws -> ProcessResult {
+    try runProcess(
+        URL(fileURLWithPath: "/usr/bin/setpriv"),
+        ["--reuid=nobody", "--regid=nogroup", "--clear-groups", "/bin/sh", "-c", command])
+}
+
 /// Runs `path` through /bin/sh and returns the exit status (126 when exec is denied).
 private func run(_ path: String) throws -> Int32 {
     try runProcess(URL(fileURLWithPath: "/bin/sh"), ["-c", "'\(path)'"]).status
@@ -95,11 +102,6 @@ struct ExecDenyShieldTests {
         let script = folder.appendingPathComponent("game.sh").path
         try "#!/bin/sh\necho played\n".write(toFile: script, atomically: true, encoding: .utf8)
         chmod(script, 0o755)
-        func asNobody(_ command: String) throws -> ProcessResult {
-            try runProcess(
-                URL(fileURLWithPath: "/usr/bin/setpriv"),
-                ["--reuid=nobody", "--regid=nogroup", "--clear-groups", "/bin/sh", "-c", command])
-        }
         let loader = [
             "/lib64/ld-linux-x86-64.so.2", "/lib/ld-linux-aarch64.so.1", "/lib/ld-linux-armhf.so.3",
         ]
@@ -225,6 +227,81 @@ struct ExecDenyShieldTests {
         usleep(400_000)
         #expect(left.isRunning && state(left) != "T")
         try shield.remove(target, context: ShieldContext(store: "l"))
+    }
+
+    /// Moving or renaming a shielded program does not free it, and status says the path is gone.
+    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/setpriv"), "needs setpriv"))
+    func aShieldedProgramMovedAwayStaysShielded() throws {
+        chmod(folder.path, 0o755)
+        let games = folder.appendingPathComponent("games").path
+        let game = games + "/game"
+        try FileManager.default.createDirectory(atPath: games, withIntermediateDirectories: true)
+        try FileManager.default.copyItem(atPath: "/bin/true", toPath: game)
+        chown(games, 65534, 65534)
+        chown(game, 65534, 65534)
+        let shield = try ExecDenyShield()
+        try shield.apply([Target(kind: .executable, value: game)], context: ShieldContext(store: "games"))
+        let moved = try asNobody("mv '\(game)' '\(games)/renamed' && '\(games)/renamed'")
+        #expect(moved.status != 0, "the renamed program ran")
+        let problems = shield.recheck()
+        #expect(problems["games"]?.message.contains("not found") == true)
+        #expect(try asNobody("'\(games)/renamed'").status != 0, "the renamed program ran after a recheck")
+        // A decoy at the old path is shielded too; the real one stays shielded.
+        #expect(try asNobody("cp /bin/true '\(game)'").status == 0)
+        #expect(shield.recheck().isEmpty)
+        #expect(try asNobody("'\(games)/renamed'").status != 0)
+        try shield.remove([Target(kind: .executable, value: game)], context: ShieldContext(store: "games"))
+        #expect(try asNobody("'\(games)/renamed'").status == 0)
+    }
+
+    /// A path a gated user controls cannot make the daemon shield someone else's file: a link
+    /// swapped in at a shielded name, or a user's own `.desktop` entry naming a system program.
+    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/setpriv"), "needs setpriv"))
+    func aUserCannotPointTheShieldAtSomeoneElsesFile() throws {
+        chmod(folder.path, 0o755)
+        let userFolder = folder.appendingPathComponent("home").path
+        try FileManager.default.createDirectory(atPath: userFolder, withIntermediateDirectories: true)
+        chown(userFolder, 65534, 65534)
+        let victim = other  // root's program
+        #expect(try asNobody("ln -s '\(victim)' '\(userFolder)/game'").status == 0)
+        let shield = try ExecDenyShield(applicationDirectories: [userFolder])
+        let error = #expect(throws: ShieldError.self) {
+            try shield.apply(
+                [Target(kind: .executable, value: userFolder + "/game")],
+                context: ShieldContext(store: "games"))
+        }
+        #expect(error?.message.contains("not shielded") == true, "\(String(describing: error))")
+        #expect(try run(victim) == 0, "root's program was shielded through a user's link")
+
+        let entry = "[Desktop Entry]\nExec=\(victim) --x\nCategories=Game;\n"
+        try entry.write(toFile: userFolder + "/evil.desktop", atomically: true, encoding: .utf8)
+        chown(userFolder + "/evil.desktop", 65534, 65534)
+        _ = try? shield.apply(
+            [Target(kind: .desktopCategory, value: "Game")], context: ShieldContext(store: "games"))
+        #expect(try run(victim) == 0, "root's program was shielded through a user's desktop entry")
+        // The user's own program, through the user's own entry, is shielded.
+        let own = userFolder + "/own"
+        try FileManager.default.copyItem(atPath: "/bin/true", toPath: own)
+        chown(own, 65534, 65534)
+        try "[Desktop Entry]\nExec=\(own)\nCategories=Game;\n".write(
+            toFile: userFolder + "/own.desktop", atomically: true, encoding: .utf8)
+        chown(userFolder + "/own.desktop", 65534, 65534)
+        _ = shield.recheck()
+        #expect(try asNobody("'\(own)'").status != 0)
+    }
+
+    /// A package upgrade's staging file (`PATH.dpkg-new`) is shielded as soon as it appears.
+    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/setpriv"), "needs setpriv"))
+    func anUpgradesStagingFileIsShielded() throws {
+        chmod(folder.path, 0o755)
+        let shield = try ExecDenyShield()
+        try shield.apply([Target(kind: .executable, value: program)], context: ShieldContext(store: "games"))
+        try FileManager.default.copyItem(atPath: "/bin/true", toPath: program + ".dpkg-new")
+        #expect(shield.recheck().isEmpty)
+        #expect(try asNobody("cat '\(program).dpkg-new' > /dev/null").status != 0)
+        #expect(rename(program + ".dpkg-new", program) == 0)
+        #expect(shield.recheck().isEmpty)
+        #expect(try asNobody("cat '\(program)' > /dev/null").status != 0)
     }
 
     @Test func aMissingProgramIsReportedNotIgnored() throws {

@@ -211,7 +211,8 @@ struct GateAttackTests {
         print(
             "soak \(Int(seconds)) s, \(rounds) rounds of 40 hostile clients: descriptors \(before.fds) → \(after.fds), "
                 + "threads \(before.usage.threads) → \(after.usage.threads), resident "
-                + "\(before.usage.residentKiB) → \(after.usage.residentKiB) KiB, slowest status \(Int(slowest * 1000)) ms")
+                + "\(before.usage.residentKiB) → \(after.usage.residentKiB) KiB, slowest status \(Int(slowest * 1000)) ms"
+        )
         #expect(daemon.process.isRunning, "\(daemon.log)")
         #expect(after.fds <= before.fds + 2)
         #expect(after.usage.threads <= before.usage.threads + 2)
