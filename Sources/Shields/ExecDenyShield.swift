@@ -51,6 +51,8 @@ public final class ExecDenyShield: Shield {
     private let runningAction: @Sendable (String) -> RunningProgramAction
     /// Between SIGTERM and SIGKILL.
     private let gracePeriod: Duration
+    /// Reads the application folders' `.desktop` files, remembering them until they change.
+    private var desktopReader = DesktopEntryReader()
 
     struct FileID: Hashable, Sendable {
         var device: UInt64
@@ -244,7 +246,11 @@ public final class ExecDenyShield: Shield {
         var targetFiles: [Target: [TrustedPath]] = [:]
         var problemsByTarget: [Target: [String]] = [:]
         var folders: Set<String> = []
-        for target in targets.values.reduce(into: Set(), { $0.formUnion($1) }).sorted() {
+        // Programs named by path first: nothing read from the application folders can delay them.
+        let all = targets.values.reduce(into: Set<Target>(), { $0.formUnion($1) })
+        for target in all.filter({ $0.kind != .desktopCategory }).sorted()
+            + all.filter({ $0.kind == .desktopCategory }).sorted()
+        {
             let (files, problems) = resolve(target)
             var all = problems
             if files.isEmpty && problems.isEmpty && target.kind == .executable {
@@ -347,7 +353,9 @@ public final class ExecDenyShield: Shield {
         for (index, path) in [candidate, candidate + ".dpkg-new", candidate + ".dpkg-tmp"].enumerated() {
             switch TrustedPath.resolve(path) {
             case .success(let file):
-                if let refusal = file.refusal(extra: extra) {
+                if index == 0, let reason = EssentialPrograms.reason(configured: name, resolved: file.path) {
+                    problems.append("\(file.path): \(reason); not shielded")
+                } else if let refusal = file.refusal(extra: extra) {
                     problems.append(refusal)
                 } else {
                     files.append(file)
@@ -360,23 +368,29 @@ public final class ExecDenyShield: Shield {
     }
 
     /// Programs of the `.desktop` entries in a category. An entry that a non-root user can
-    /// change only names programs that user owns.
+    /// change only names programs that user owns. Entries that cannot be read, or that run
+    /// something the shield must not deny to everyone (a shell command line, a sandbox
+    /// launcher), are problems: their programs are not shielded.
     private func desktopPrograms(category: String) -> (files: [TrustedPath], problems: [String]) {
         var files: [TrustedPath] = []
         var problems: [String] = []
-        for directory in applicationDirectories {
-            guard let names = try? FileManager.default.contentsOfDirectory(atPath: directory) else {
-                continue
-            }
-            for file in names.sorted() where file.hasSuffix(".desktop") {
-                let path = "\(directory)/\(file)"
-                guard let text = try? String(contentsOfFile: path, encoding: .utf8) else { continue }
-                guard let entry = DesktopEntry(text), entry.categories.contains(category),
-                    let exec = entry.program
-                else { continue }
-                let found = resolveProgram(exec, extra: TrustedPath.controllers(ofFile: path))
-                files += found.files
-                problems += found.problems.map { "\(path): \($0)" }
+        for (path, read) in desktopReader.entries(in: applicationDirectories) {
+            switch read {
+            case .failure(let refusal):
+                problems.append("\(path): \(refusal.reason)")
+            case .success(let entry):
+                guard entry.categories.contains(category) else { continue }
+                switch entry.program {
+                case .none:
+                    continue
+                case .unshieldable(let reason):
+                    problems.append(
+                        "\(path): \(reason); not shielded (name its program as an executable target)")
+                case .file(let program):
+                    let found = resolveProgram(program, extra: TrustedPath.controllers(ofFile: path))
+                    files += found.files
+                    problems += found.problems.map { "\(path): \($0)" }
+                }
             }
         }
         return (files, problems)
@@ -567,42 +581,5 @@ final class FolderWatcher: Sendable {
             }
         }
         close(fd)
-    }
-}
-
-/// The parts of a freedesktop `.desktop` file the exec shield needs.
-struct DesktopEntry {
-    var categories: Set<String>
-    /// The program of `Exec=`: the first word, after any `env VAR=value` prefix.
-    var program: String?
-
-    init?(_ text: String) {
-        var inEntry = false
-        var categories: Set<String> = []
-        var program: String?
-        for line in text.split(separator: "\n") {
-            let trimmed = line.trimmingCharacters(in: .whitespaces)
-            if trimmed.hasPrefix("[") {
-                inEntry = trimmed == "[Desktop Entry]"
-                continue
-            }
-            guard inEntry else { continue }
-            if trimmed.hasPrefix("Categories=") {
-                categories = Set(
-                    trimmed.dropFirst("Categories=".count).split(separator: ";").map(String.init))
-            } else if trimmed.hasPrefix("Exec=") {
-                var words = trimmed.dropFirst("Exec=".count).split(separator: " ").map {
-                    String($0).trimmingCharacters(in: CharacterSet(charactersIn: "\"'"))
-                }
-                if words.first == "env" {
-                    words.removeFirst()
-                    while let first = words.first, first.contains("=") { words.removeFirst() }
-                }
-                program = words.first
-            }
-        }
-        guard inEntry || !categories.isEmpty || program != nil else { return nil }
-        self.categories = categories
-        self.program = program
     }
 }

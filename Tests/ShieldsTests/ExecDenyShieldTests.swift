@@ -313,6 +313,82 @@ struct ExecDenyShieldTests {
         #expect(error?.message.contains("not found") == true)
         #expect(try shield.inForce().isEmpty)
     }
+
+    /// A huge (sparse: it costs no disk) desktop entry, a FIFO and a device behind links in an
+    /// application folder: none is read whole or opened for reading, the shield is applied at
+    /// once, and the oversize file is reported.
+    @Test func hostileDesktopFilesDoNotStallTheShield() throws {
+        let applications = folder.appendingPathComponent("applications").path
+        #expect(mkdir(applications, 0o755) == 0)
+        try "[Desktop Entry]\nExec=\(program)\nCategories=Game;\n".write(
+            toFile: applications + "/game.desktop", atomically: true, encoding: .utf8)
+        let big = applications + "/big.desktop"
+        try "[Desktop Entry]\nExec=\(other)\nCategories=Game;\n".write(
+            toFile: big, atomically: true, encoding: .utf8)
+        #expect(truncate(big, 4 << 30) == 0)
+        #expect(mkfifo(folder.path + "/fifo", 0o644) == 0)
+        #expect(symlink(folder.path + "/fifo", applications + "/fifo.desktop") == 0)
+        #expect(symlink("/dev/zero", applications + "/zero.desktop") == 0)
+
+        let outcome = Mutex<String?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        let thread = Thread { [program] in
+            defer { done.signal() }
+            do {
+                let shield = try ExecDenyShield(applicationDirectories: [applications])
+                do throws(ShieldError) {
+                    try shield.apply(
+                        [Target(kind: .desktopCategory, value: "Game")], context: ShieldContext(store: "g"))
+                    outcome.withLock { $0 = "applied without a problem" }
+                } catch {
+                    let denied = (try? run(program)) == 126
+                    outcome.withLock { $0 = "\(denied ? "denied" : "allowed"): \(error.message)" }
+                }
+            } catch {
+                outcome.withLock { $0 = "\(error)" }
+            }
+        }
+        thread.start()
+        // A regression reads 4 GiB (or blocks on the FIFO): fail instead of hanging the run.
+        #expect(done.wait(timeout: .now() + 60) == .success)
+        let text = try #require(outcome.withLock { $0 })
+        #expect(text.hasPrefix("denied: "))
+        #expect(text.contains("big.desktop: 4294967296 bytes, larger than the 64 KiB"))
+        #expect(!text.contains("fifo.desktop") && !text.contains("zero.desktop"))
+        #expect(try run(other) == 0)  // the oversize entry's program was not shielded
+    }
+
+    /// An entry that runs a shell command line must not get the shell denied to everyone.
+    @Test func aShellCommandLineEntryDoesNotShieldTheShell() throws {
+        let applications = folder.appendingPathComponent("applications").path
+        #expect(mkdir(applications, 0o755) == 0)
+        try "[Desktop Entry]\nExec=sh -c \"cd /opt/game && ./run\"\nCategories=Game;\n".write(
+            toFile: applications + "/wrapped.desktop", atomically: true, encoding: .utf8)
+        try "[Desktop Entry]\nExec=gamemoderun env A=1 \(program) %U\nCategories=Game;\n".write(
+            toFile: applications + "/game.desktop", atomically: true, encoding: .utf8)
+        let shield = try ExecDenyShield(applicationDirectories: [applications])
+        let error = #expect(throws: ShieldError.self) {
+            try shield.apply(
+                [Target(kind: .desktopCategory, value: "Game")], context: ShieldContext(store: "g"))
+        }
+        #expect(error?.message.contains("wrapped.desktop: runs a sh command line; not shielded") == true)
+        #expect(try run("/bin/true") == 0)
+        #expect(try run(program) == 126)
+    }
+
+    @Test func aShellOrTheLoaderNamedAsATargetIsRefused() throws {
+        let shield = try ExecDenyShield()
+        let error = #expect(throws: ShieldError.self) {
+            try shield.apply(
+                [Target(kind: .executable, value: "/bin/sh"), Target(kind: .executable, value: program)],
+                context: ShieldContext(store: "g"))
+        }
+        #expect(
+            error?.message.contains("is a shell or interpreter that other programs need; not shielded")
+                == true)
+        #expect(try run("/bin/true") == 0)
+        #expect(try run(program) == 126)
+    }
 }
 
 @Suite("Process stat lines")
@@ -354,6 +430,61 @@ struct DesktopEntryTests {
                 "[Desktop Entry]\nExec=\"/opt/x/bin/game\" %f\nCategories=Game;Shooter;\n[Desktop Action new]\nExec=other\n"
             ))
         #expect(entry.categories == ["Game", "Shooter"])
-        #expect(entry.program == "/opt/x/bin/game")
+        #expect(entry.program == .file("/opt/x/bin/game"))
+        #expect(DesktopEntry("Exec=/opt/game\n") == nil)
+        #expect(DesktopEntry("[Desktop Entry]\nName=x\n")?.program == DesktopEntry.Program.none)
+    }
+
+    /// The Desktop Entry Specification's quoting: a path with spaces, escapes inside quotes,
+    /// and the `\s` string escape.
+    @Test func splitsExecAsTheSpecificationSays() {
+        #expect(
+            DesktopEntry.split(#""/opt/My Game/run" --x "a \"b\"" %U"#) == [
+                "/opt/My Game/run", "--x", #"a "b""#, "%U",
+            ])
+        #expect(DesktopEntry.split(#"a "" b"#) == ["a", "", "b"])
+        #expect(DesktopEntry.split(#""\$HOME\\x""#) == [#"$HOME\x"#])
+        #expect(
+            DesktopEntry("[Desktop Entry]\nExec=\"/opt/My\\sGame/run\"\n")?.program
+                == .file("/opt/My Game/run"))
+    }
+
+    @Test func wrappersAreSkippedAndInterpretersGiveTheirScript() {
+        func program(_ exec: String) -> DesktopEntry.Program? {
+            DesktopEntry("[Desktop Entry]\nExec=\(exec)\n")?.program
+        }
+        #expect(program("env A=1 B=2 /opt/g") == .file("/opt/g"))
+        #expect(program("nice -n 5 gamemoderun prime-run /opt/g %f") == .file("/opt/g"))
+        #expect(program("/usr/bin/python3 -u /opt/g/main.py") == .file("/opt/g/main.py"))
+        #expect(program("sh /opt/g/start.sh") == .file("/opt/g/start.sh"))
+        #expect(program("bash -c 'cd /opt/g; ./run'") == .unshieldable("runs a bash command line"))
+        #expect(
+            program("python3 main.py")
+                == .unshieldable("runs python3 without a script given by its full path"))
+        #expect(
+            program("flatpak run org.example.Game")
+                == .unshieldable("runs through flatpak, which starts programs the shield cannot see"))
+        #expect(program("steam steam://rungameid/1") == .file("steam"))
+        #expect(program("%U") == DesktopEntry.Program.none)
+    }
+
+    @Test func essentialProgramsAreNeverShielded() {
+        let shells: Set<String> = ["/bin/sh", "/usr/bin/bash"]
+        #expect(
+            EssentialPrograms.reason(configured: "/bin/sh", resolved: "/usr/bin/dash", shells: shells) != nil)
+        #expect(
+            EssentialPrograms.reason(configured: "game", resolved: "/usr/bin/bash", shells: shells) != nil)
+        #expect(
+            EssentialPrograms.reason(
+                configured: "/lib64/ld-linux-x86-64.so.2",
+                resolved: "/usr/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2", shells: []) != nil)
+        #expect(
+            EssentialPrograms.reason(configured: "/usr/bin/env", resolved: "/usr/bin/env", shells: []) != nil)
+        #expect(
+            EssentialPrograms.reason(configured: "/usr/bin/sudo", resolved: "/usr/bin/sudo", shells: [])
+                != nil)
+        #expect(
+            EssentialPrograms.reason(configured: "/usr/games/sl", resolved: "/usr/games/sl", shells: shells)
+                == nil)
     }
 }
