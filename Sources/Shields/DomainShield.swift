@@ -5,8 +5,9 @@ public import UnlockPolicy
 /// dnsmasq configuration file, written atomically between markers; the rest of the file is
 /// never touched.
 ///
-/// - `hosts` format: each domain and its `www.` name resolve to `0.0.0.0` and `::`. A hosts
-///   file cannot match subdomains; use the dnsmasq format (dnsmasq, Pi-hole) for that.
+/// - `hosts` format: each domain and its `www.` name, also written with the trailing dot of a
+///   fully qualified name, resolve to `0.0.0.0` and `::`. A hosts file cannot match other
+///   subdomains (`api.NAME`); use the dnsmasq format (dnsmasq, Pi-hole) for that.
 /// - `dnsmasq` format: `address=/domain/0.0.0.0` and `address=/domain/::`, which cover every
 ///   subdomain.
 ///
@@ -40,18 +41,28 @@ public final class DomainShield: Shield {
     }
 
     public func apply(_ targets: [Target], context: ShieldContext) throws(ShieldError) {
-        for target in targets { try validate(target.value) }
-        try update { entries in
-            for target in targets {
-                entries.insert(Entry(store: context.store, domain: target.value.lowercased()))
+        // Every valid domain is blocked even when another one is not.
+        var names: [String] = []
+        var refused: [String] = []
+        for target in targets {
+            switch DomainName.normalized(target.value) {
+            case .success(let name): names.append(name)
+            case .failure(let refusal): refused.append("\(target.value): \(refusal.reason)")
             }
+        }
+        try update { entries in
+            for name in names { entries.insert(Entry(store: context.store, domain: name)) }
+        }
+        if !refused.isEmpty {
+            throw ShieldError(shield: name, message: "not blocked: " + refused.joined(separator: "; "))
         }
     }
 
     public func remove(_ targets: [Target], context: ShieldContext) throws(ShieldError) {
         try update { entries in
             for target in targets {
-                entries.remove(Entry(store: context.store, domain: target.value.lowercased()))
+                let name = (try? DomainName.normalized(target.value).get()) ?? target.value.lowercased()
+                entries.remove(Entry(store: context.store, domain: name))
             }
         }
     }
@@ -70,18 +81,6 @@ public final class DomainShield: Shield {
         var domain: String
 
         static func < (a: Entry, b: Entry) -> Bool { (a.domain, a.store) < (b.domain, b.store) }
-    }
-
-    /// A domain must be a plain DNS name, so nothing else can be injected into the file.
-    private func validate(_ domain: String) throws(ShieldError) {
-        let labels = domain.split(separator: ".", omittingEmptySubsequences: false)
-        let valid =
-            !domain.isEmpty && domain.count <= 253 && labels.count >= 2
-            && labels.allSatisfy { label in
-                !label.isEmpty && label.count <= 63 && label.first != "-" && label.last != "-"
-                    && label.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-") }
-            }
-        if !valid { throw ShieldError(shield: name, target: domain, message: "not a valid domain name") }
     }
 
     private func update(_ change: (inout Set<Entry>) -> Void) throws(ShieldError) {
@@ -118,8 +117,9 @@ public final class DomainShield: Shield {
         let tag = " # store=\(entry.store)"
         switch format {
         case .hosts:
-            var names = entry.domain
-            if !entry.domain.hasPrefix("www.") { names += " www.\(entry.domain)" }
+            // The fully qualified form (`NAME.`) is looked up as a different name.
+            var names = "\(entry.domain) \(entry.domain)."
+            if !entry.domain.hasPrefix("www.") { names += " www.\(entry.domain) www.\(entry.domain)." }
             return ["0.0.0.0 \(names)\(tag)", ":: \(names)\(tag)"]
         case .dnsmasq:
             return ["address=/\(entry.domain)/0.0.0.0\(tag)", "address=/\(entry.domain)/::\(tag)"]

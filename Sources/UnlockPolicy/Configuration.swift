@@ -354,11 +354,23 @@ extension PolicyConfiguration {
                 }
             }
         }
+        var domains: [String] = []
+        for (value, path) in try selectionReader.array("domains") {
+            let text = try JSONObjectReader.string(value, path: path)
+            switch DomainName.normalized(text) {
+            case .success(let name): domains.append(name)
+            case .failure(let refusal):
+                throw JSONPathError(
+                    path: path,
+                    message:
+                        "expected a domain name like example.com, found \(value.excerpt): \(refusal.reason)")
+            }
+        }
         let selection = Selection(
             executables: try selectionReader.stringArray("executables"),
             desktopCategories: try selectionReader.stringArray("desktopCategories"),
             systemdUnits: try selectionReader.stringArray("systemdUnits"),
-            domains: try selectionReader.stringArray("domains"),
+            domains: domains,
             hooks: try selectionReader.stringArray("hooks"))
         var gate: GateConfiguration?
         if let gateReader = try reader.optionalObject("gate") {

@@ -27,8 +27,12 @@ struct DomainShieldTests {
         try shield.apply(domains("example.com", "games.example.org"), context: ShieldContext(store: "games"))
         let lines = text.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
         #expect(lines.prefix(5) == ["127.0.0.1 localhost", "::1 localhost", "", "# my own", "10.0.0.2 nas"])
-        #expect(lines.contains("0.0.0.0 example.com www.example.com # store=games"))
-        #expect(lines.contains(":: games.example.org www.games.example.org # store=games"))
+        #expect(
+            lines.contains("0.0.0.0 example.com example.com. www.example.com www.example.com. # store=games"))
+        #expect(
+            lines.contains(
+                ":: games.example.org games.example.org. www.games.example.org www.games.example.org. # store=games"
+            ))
         #expect(try shield.inForce() == ["games": Set(domains("example.com", "games.example.org"))])
         var info = stat()
         stat(hosts, &info)
@@ -63,6 +67,43 @@ struct DomainShieldTests {
             try shield.apply([Target(kind: .domain, value: name)], context: ShieldContext(store: "s"))
         }
         #expect(text == before)
+    }
+
+    /// One bad name (from an old state file or a caller that skipped the configuration's
+    /// check) does not keep the good ones open.
+    @Test func theValidDomainsAreBlockedEvenWhenOneIsNot() throws {
+        let shield = DomainShield(path: hosts, format: .dnsmasq)
+        let error = #expect(throws: ShieldError.self) {
+            try shield.apply(
+                domains("store.steampowered.com", "*.evil.test", "Example.COM."),
+                context: ShieldContext(store: "games"))
+        }
+        #expect(error?.message.contains("not blocked: *.evil.test: a wildcard") == true)
+        #expect(text.contains("address=/store.steampowered.com/0.0.0.0 # store=games"))
+        #expect(text.contains("address=/example.com/0.0.0.0 # store=games"))
+        #expect(!text.contains("evil"))
+    }
+
+    /// The resolver itself, through a private mount of the written file over /etc/hosts: the
+    /// name, its `www.` name, other case, and the fully qualified form with a trailing dot
+    /// all resolve to 0.0.0.0.
+    @Test(
+        .enabled(if: getuid() == 0, "needs root to mount a private /etc/hosts"),
+        .enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/unshare"), "needs unshare"))
+    func theResolverSeesEveryFormOfTheBlockedName() throws {
+        let shield = DomainShield(path: hosts)
+        try shield.apply(domains("blocked.example"), context: ShieldContext(store: "games"))
+        let names = [
+            "blocked.example", "www.blocked.example", "BLOCKED.Example", "blocked.example.",
+            "www.blocked.example.",
+        ]
+        let script =
+            "mount --bind '\(hosts)' /etc/hosts && for n in \(names.joined(separator: " ")); do "
+            + "echo \"$n $(getent ahostsv4 $n | head -n 1 | cut -d ' ' -f 1)\"; done"
+        let result = try runProcess(
+            URL(fileURLWithPath: "/usr/bin/unshare"), ["-m", "/bin/sh", "-c", script])
+        #expect(result.status == 0)
+        #expect(result.standardOutput == names.map { "\($0) 0.0.0.0\n" }.joined())
     }
 
     @Test func aBrokenManagedBlockIsAnErrorNotARewrite() throws {

@@ -294,6 +294,45 @@ struct ConfigurationTests {
         }
     }
 
+    /// Domains are checked where the configuration is read, so `daemon --check` and `reload`
+    /// refuse what the shield could not block; the accepted ones are normalised.
+    @Test(arguments: [
+        (
+            "*.evil.test",
+            "a wildcard; write the domain itself (evil.test): the dnsmasq format blocks every subdomain of it"
+        ),
+        ("127.0.0.1", "an IP address; a name shield cannot block an address"),
+        ("::1", "an IP address; a name shield cannot block an address"),
+        ("localhost", "a single label; a domain has at least two (example.com)"),
+        ("bad domain; rm -rf", "a character other than letters, digits, '-' and '.'"),
+        ("-x.test", "a label that starts or ends with '-'"),
+        ("a..b", "an empty label (two dots in a row)"),
+        ("bücher.test", "not ASCII; write an international name in its xn-- (punycode) form"),
+        (".", "an empty name"),
+    ])
+    func domainsAreCheckedWhenRead(domain: String, reason: String) {
+        let text = #"{"stores": {"games": {"selection": {"domains": ["ok.example", "\#(domain)"]}}}}"#
+        do {
+            _ = try PolicyConfiguration.parse(text)
+            Issue.record("accepted \(domain)")
+        } catch {
+            #expect(error.path == "stores.games.selection.domains[1]")
+            #expect(error.description.hasSuffix(": " + reason))
+            #expect(
+                error.description.contains("expected a domain name like example.com, found \"\(domain)\""))
+        }
+    }
+
+    @Test func domainsAreNormalised() throws {
+        let config = try PolicyConfiguration.parse(
+            #"{"stores": {"games": {"selection": {"domains": ["Example.COM.", "xn--bcher-kva.test", "store.steampowered.com"]}}}}"#
+        )
+        #expect(
+            config.stores[0].selection.domains == [
+                "example.com", "store.steampowered.com", "xn--bcher-kva.test",
+            ])
+    }
+
     @Test func emergencyMinutesAreBounded() {
         do {
             _ = try PolicyConfiguration.parse(#"{"emergency": {"minutes": 1000000000000000}, "stores": {}}"#)
