@@ -355,4 +355,54 @@ struct GateAttackTests {
             ($0["shieldHealth"] as? String ?? "ok") != "ok"
         }
     }
+
+    /// A user who can write the socket's folder binds a socket of their own in its place:
+    /// root's clients refuse to talk to it (a lock would be swallowed, status would lie), the
+    /// user's own client still talks to the daemon that user runs.
+    @Test(
+        .enabled(if: getuid() == 0, "needs root to run a daemon as another user"),
+        .enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/setpriv"), "needs setpriv"))
+    func aSocketServedByAnotherUserIsRefused() throws {
+        let folder = try Fixtures.temporaryFolder()
+        chmod(folder.path, 0o755)
+        let own = folder.appendingPathComponent("nobody")
+        #expect(mkdir(own.path, 0o755) == 0 && chown(own.path, 65534, 65534) == 0)
+        try makeHosts(own)
+        let configPath = own.appendingPathComponent("config.json").path
+        try shieldedConfig(folder: own).write(toFile: configPath, atomically: true, encoding: .utf8)
+        for name in ["hosts", "config.json"] { chown(own.appendingPathComponent(name).path, 65534, 65534) }
+        let socket = own.appendingPathComponent("control.sock").path
+        let fake = Process()
+        fake.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
+        fake.arguments = [
+            "--reuid=nobody", "--regid=nogroup", "--clear-groups", Fixtures.stepgateExecutable.path, "daemon",
+            "--config", configPath,
+        ]
+        fake.standardOutput = FileHandle.nullDevice
+        fake.standardError = FileHandle.nullDevice
+        try fake.run()
+        defer {
+            fake.terminate()
+            fake.waitUntilExit()
+        }
+        var waited = 0
+        while !FileManager.default.fileExists(atPath: socket) && waited < 100 {
+            usleep(100_000)
+            waited += 1
+        }
+        let asNobody = try runProcess(
+            URL(fileURLWithPath: "/usr/bin/setpriv"),
+            [
+                "--reuid=nobody", "--regid=nogroup", "--clear-groups", Fixtures.stepgateExecutable.path,
+                "status", "--socket", socket,
+            ])
+        #expect(asNobody.status == 0, "the user's own client: \(asNobody.standardError)")
+        let status = try runProcess(Fixtures.stepgateExecutable, ["status", "--socket", socket])
+        #expect(status.status != 0)
+        #expect(status.standardError.contains("is served by uid 65534, not by root"))
+        let lock = try runProcess(
+            Fixtures.stepgateExecutable, ["lock", "games", "--minutes", "60", "--socket", socket])
+        #expect(lock.status != 0)
+        #expect(lock.standardError.contains("refusing to talk to it"))
+    }
 }

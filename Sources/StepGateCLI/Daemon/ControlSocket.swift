@@ -489,6 +489,14 @@ private func sendLine(_ fd: Int32, _ text: String) {
 
 /// The client side: send one request, read one answer.
 enum ControlClient {
+    /// Why a client must not talk to a socket served by `serverUID`: only root's daemon, or one
+    /// the client's own user runs, is believed.
+    static func refusal(serverUID: UInt32, clientUID: UInt32, path: String) -> String? {
+        guard serverUID != 0, serverUID != clientUID else { return nil }
+        return "the socket \(path) is served by uid \(serverUID), not by root: not the StepGate daemon; "
+            + "refusing to talk to it (check who can write its folder)"
+    }
+
     /// Sends `request` and returns the answer object.
     static func send(_ request: [String: Any], socket path: String, timeout: Double = 35) throws -> [String:
         Any]
@@ -519,6 +527,15 @@ enum ControlClient {
             throw ControlSocketError(
                 message:
                     "cannot reach the StepGate daemon at \(path): \(reason) (is 'stepgate daemon' running?)")
+        }
+        // Only root's daemon (or one this user runs) may be believed: a socket another user
+        // bound in its place would swallow locks and answer status with anything.
+        guard let server = peerCredentials(fd) else {
+            throw ControlSocketError(
+                message: "cannot tell who serves \(path) (SO_PEERCRED failed); not sending")
+        }
+        if let refusal = ControlClient.refusal(serverUID: server.uid, clientUID: getuid(), path: path) {
+            throw ControlSocketError(message: refusal)
         }
         let data = try JSONSerialization.data(withJSONObject: request)
         sendLine(fd, String(decoding: data, as: UTF8.self))
