@@ -19,14 +19,14 @@ let package = Package(
         .target(name: "Tuning", dependencies: ["StepDetection", "SensorInput"]),
         // The shared unlock policy: pure engine, config, versioned state (Foundation only).
         .target(name: "UnlockPolicy"),
-        // Linux interfaces Glibc's module lacks (fanotify).
+        // Linux interfaces Glibc's module lacks (fanotify, adjtimex).
         .systemLibrary(name: "CLinux"),
         // Enforcers of the policy's effects, one file per shield.
         .target(name: "Shields", dependencies: ["UnlockPolicy", "CLinux"]),
         // The imperative shell: one file per subcommand.
         .target(
             name: "StepGateCLI",
-            dependencies: ["StepDetection", "SensorInput", "Tuning", "UnlockPolicy", "Shields"]),
+            dependencies: ["StepDetection", "SensorInput", "Tuning", "UnlockPolicy", "Shields", "CLinux"]),
         .executableTarget(name: "stepgate", dependencies: ["StepGateCLI"]),
         // Test support: fakes and fixture loading, for test targets only.
         .target(name: "StepGateTestSupport", dependencies: ["SensorInput", "StepDetection"]),

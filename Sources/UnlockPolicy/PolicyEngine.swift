@@ -256,6 +256,14 @@ public struct PolicyEngine: Sendable {
                     credit = max(uptime, min(gap, m + Self.maximumRebootCredit))
                 }
                 state.ledger = min(state.ledger + credit, Self.monoRange.upperBound)
+                // What the wall clock credited beyond the uptime restrains nothing until a
+                // synchronized clock proves it (see `PolicyState.unproven`).
+                state.pendingProof = nil
+                if credit > uptime && !instant.clockSynchronized {
+                    state.unproven = min(state.unproven + (credit - uptime), state.ledger)
+                    state.pendingProof = PendingProof(
+                        lastWall: last.wall, bootID: instant.bootID, amount: credit - uptime)
+                }
                 // The machine may have run for up to a checkpoint interval after the last save,
                 // and a clock set back by less than the time it was off hides that: charge the
                 // running unlock windows for whatever part of that interval the credit beyond
@@ -279,6 +287,15 @@ public struct PolicyEngine: Sendable {
         bootID = instant.bootID
         mono = m
         wall = w
+        if instant.clockSynchronized, let proof = state.pendingProof, proof.bootID == instant.bootID {
+            // The clock is now right: the time powered off was the wall gap less this boot's
+            // uptime. Up to the credit given, it is proven.
+            let off = min(max(0, w - proof.lastWall - m), proof.amount)
+            state.unproven = max(0, state.unproven - off)
+            state.pendingProof = nil
+            needsEvaluation = true
+            dirty = true
+        }
         if let behind = rebootClockBehind {
             rebootClockBehind = nil
             let moved = "wall clock is \(formatDuration(behind)) behind the last saved reading after a reboot"
@@ -289,6 +306,10 @@ public struct PolicyEngine: Sendable {
             if unlockWindowRunning { failClosed("\(moved) (time powered off cannot be measured)") }
         }
     }
+
+    /// Elapsed time as far as it is proven: what ages restraints (manual locks, the daily cap,
+    /// the emergency allowance), so a reboot with the firmware clock set forward cannot end them.
+    private var restraintLedger: Int64 { state.ledger - state.unproven }
 
     /// Makes every running unlock window (gate, schedule goal, emergency) `charge` ms older.
     /// Manual locks are not charged (that would shorten them).
@@ -375,7 +396,7 @@ public struct PolicyEngine: Sendable {
                     "unlock window of \(formatDuration(w.length)) ended; walk again to unlock", nil
                 )
             }
-            if let lock = s.manualLock, lock.window.remaining(ledger: ledger, wall: wall) <= 0 {
+            if let lock = s.manualLock, lock.window.remaining(ledger: restraintLedger, wall: wall) <= 0 {
                 s.manualLock = nil
                 dirty = true
                 pendingReasons["\(name)|lock:\(lock.by)"] = (
@@ -417,12 +438,12 @@ public struct PolicyEngine: Sendable {
                 }
             }
             // Daily-cap and audit records older than two days are no longer needed.
-            if let first = s.unlocks.first, ledger - first.ledger > 2 * millisPerDay {
-                s.unlocks.removeAll { ledger - $0.ledger > 2 * millisPerDay }
+            if let first = s.unlocks.first, restraintLedger - first.ledger > 2 * millisPerDay {
+                s.unlocks.removeAll { restraintLedger - $0.ledger > 2 * millisPerDay }
                 dirty = true
             }
             if let w = s.gate.window { note(w, &ledgerEvent, &wallEvent) }
-            if let w = s.manualLock?.window { note(w, &ledgerEvent, &wallEvent) }
+            if let w = s.manualLock?.window { note(w, &ledgerEvent, &wallEvent, offset: state.unproven) }
             if let w = s.emergency?.window { note(w, &ledgerEvent, &wallEvent) }
             for o in s.occurrences.values {
                 if let w = o.window { note(w, &ledgerEvent, &wallEvent) }
@@ -437,8 +458,9 @@ public struct PolicyEngine: Sendable {
                 wallEvent = min(wallEvent, until)
             }
         }
-        if let first = state.emergencyUses.first, ledger - first.stamp.ledger > 30 * millisPerDay {
-            state.emergencyUses.removeAll { ledger - $0.stamp.ledger > 30 * millisPerDay }
+        if let first = state.emergencyUses.first, restraintLedger - first.stamp.ledger > 30 * millisPerDay {
+            let now = restraintLedger
+            state.emergencyUses.removeAll { now - $0.stamp.ledger > 30 * millisPerDay }
             dirty = true
         }
         nextLedgerEvent = ledgerEvent
@@ -448,8 +470,12 @@ public struct PolicyEngine: Sendable {
         updateDesired()
     }
 
-    private func note(_ w: TimedWindow, _ ledgerEvent: inout Int64, _ wallEvent: inout Int64) {
-        ledgerEvent = min(ledgerEvent, w.startLedger + w.length)
+    /// Notes a window's ends; `offset` turns a window measured on the restraint ledger into
+    /// ledger time.
+    private func note(
+        _ w: TimedWindow, _ ledgerEvent: inout Int64, _ wallEvent: inout Int64, offset: Int64 = 0
+    ) {
+        ledgerEvent = min(ledgerEvent, w.startLedger + w.length + offset)
         if w.wallBound { wallEvent = min(wallEvent, w.wallDeadline) }
     }
 
@@ -499,7 +525,7 @@ public struct PolicyEngine: Sendable {
             return activeOccurrences[store.name]?.first { "schedule:\($0.id)" == owner }?.end
         }
         if owner.hasPrefix("lock:"), let w = s.manualLock?.window {
-            return wall + w.remaining(ledger: state.ledger, wall: wall)
+            return wall + w.remaining(ledger: restraintLedger, wall: wall)
         }
         return nil
     }
@@ -542,7 +568,7 @@ public struct PolicyEngine: Sendable {
                 let g = Self.addSteps(n, to: &state.stores[name, default: StoreState()].gate)
                 dirty = true
                 let next = g.tier + 1 < gate.goals.count ? gate.goals[max(0, g.tier + 1)].steps : Int.max
-                let capped = g.tier == -2 && state.ledger < capBlockedUntil[name] ?? .min
+                let capped = g.tier == -2 && restraintLedger < capBlockedUntil[name] ?? .min
                 if g.steps >= next && !capped {
                     checkGate(store: name, gate: gate, state: g)
                 }
@@ -619,9 +645,10 @@ public struct PolicyEngine: Sendable {
             startWall: wall, startLedger: state.ledger, length: length, wallBound: true)
         state.stores[name]?.gate.tier = reached
         let r = resolver(for: nil)
+        let provenNow = restraintLedger
         state.stores[name]?.unlocks.append(
             GateUnlock(
-                wall: wall, ledger: state.ledger,
+                wall: wall, ledger: provenNow,
                 dayEnd: r.instant(local: (r.localDay(wall) + 1) * millisPerDay)))
         pendingReasons["\(name)|gate"] = (
             "walked \(g.steps) steps (goal \(tier.steps)): unlocked for \(tier.minutes) min", wall + length
@@ -637,7 +664,7 @@ public struct PolicyEngine: Sendable {
         var ends: [Int64] = []
         for u in state.stores[name]?.unlocks ?? [] {
             let end = u.ledger + min(max(0, u.dayEnd - u.wall), 2 * millisPerDay)
-            if state.ledger < end { ends.append(end) }
+            if restraintLedger < end { ends.append(end) }
         }
         return ends.sorted()
     }
@@ -661,15 +688,16 @@ public struct PolicyEngine: Sendable {
                         kind: .refused, store: name, reason: "a lock must last between a minute and a year"))
                 return
             }
-            let window = TimedWindow(startWall: wall, startLedger: state.ledger, length: ms, wallBound: false)
+            let window = TimedWindow(
+                startWall: wall, startLedger: restraintLedger, length: ms, wallBound: false)
             if let existing = state.stores[name]?.manualLock,
-                existing.window.remaining(ledger: state.ledger, wall: wall) >= ms
+                existing.window.remaining(ledger: restraintLedger, wall: wall) >= ms
             {
                 notices.append(
                     PolicyNotice(
                         kind: .refused, store: name, owner: "lock:\(existing.by)",
                         until: dateFromMillis(
-                            wall + existing.window.remaining(ledger: state.ledger, wall: wall)),
+                            wall + existing.window.remaining(ledger: restraintLedger, wall: wall)),
                         reason: "already locked for longer"))
                 return
             }
@@ -686,19 +714,19 @@ public struct PolicyEngine: Sendable {
                 return
             }
             let allowance = configuration.emergency.perWeek
-            let recent = state.emergencyUses.filter { state.ledger - $0.stamp.ledger < Self.week }
+            let recent = state.emergencyUses.filter { restraintLedger - $0.stamp.ledger < Self.week }
             guard recent.count < allowance else {
                 var reason =
                     "no emergency unlocks left: \(recent.count) of \(allowance) used in the last 7 days"
                 if let oldest = recent.map(\.stamp.ledger).min() {
-                    reason += "; the next frees up in \(formatDuration(oldest + Self.week - state.ledger))"
+                    reason += "; the next frees up in \(formatDuration(oldest + Self.week - restraintLedger))"
                 }
                 notices.append(PolicyNotice(kind: .refused, store: name, reason: reason))
                 return
             }
             let length = Self.millis(minutes: configuration.emergency.minutes)
             state.emergencyUses.append(
-                EmergencyUse(store: name, by: by, stamp: Stamp(wall: wall, ledger: state.ledger)))
+                EmergencyUse(store: name, by: by, stamp: Stamp(wall: wall, ledger: restraintLedger)))
             state.stores[name, default: StoreState()].emergency = HeldWindow(
                 by: by,
                 window: TimedWindow(
@@ -971,7 +999,7 @@ public struct PolicyEngine: Sendable {
             }
             stores.append(entry)
         }
-        let used = state.emergencyUses.filter { state.ledger - $0.stamp.ledger < Self.week }.count
+        let used = state.emergencyUses.filter { restraintLedger - $0.stamp.ledger < Self.week }.count
         return PolicyStatus(
             stores: stores, emergencyRemaining: max(0, configuration.emergency.perWeek - used),
             problems: problems)

@@ -27,6 +27,16 @@ struct SeenClock: Sendable, Hashable {
     var bootID: String
 }
 
+/// A reboot's credit for time powered off, waiting for a synchronized clock.
+struct PendingProof: Sendable, Hashable {
+    /// The last wall reading before the reboot.
+    var lastWall: Int64
+    /// The boot whose synchronized reading settles it.
+    var bootID: String
+    /// The credit beyond the uptime.
+    var amount: Int64
+}
+
 /// A moment recorded both on the wall clock and on the elapsed-time ledger.
 struct Stamp: Sendable, Hashable {
     var wall: Int64
@@ -92,6 +102,14 @@ public struct PolicyState: Sendable, Hashable {
     /// Elapsed time observed by the engine, in milliseconds: advances with the boot clock within
     /// a boot, and by the larger of the wall-clock gap and the new boot's uptime across a reboot.
     var ledger: Int64 = 0
+    /// The part of `ledger` that reboots credited for time powered off without a synchronized
+    /// clock to prove it (a firmware clock anyone at the keyboard can set). Ends unlock windows
+    /// (the generous side) but does not age what restrains: manual locks, the daily unlock cap
+    /// and the emergency allowance run on `ledger - unproven`.
+    var unproven: Int64 = 0
+    /// The latest reboot's unproven credit, proven (taken back from `unproven`) by the first
+    /// synchronized reading of that boot.
+    var pendingProof: PendingProof?
     /// The last clock reading the engine saw (milliseconds).
     var lastSeen: SeenClock?
     /// The system zone last reported by the shell.
@@ -232,6 +250,17 @@ extension PolicyState {
                     ])
                 ))
         }
+        if unproven != 0 { root.append(("unprovenSeconds", seconds(unproven))) }
+        if let p = pendingProof {
+            root.append(
+                (
+                    "unprovenReboot",
+                    .object([
+                        ("lastWall", instant(p.lastWall)), ("bootID", .string(p.bootID)),
+                        ("seconds", seconds(p.amount)),
+                    ])
+                ))
+        }
         if let systemZone { root.append(("systemTimeZone", .string(systemZone))) }
         root.append(("stores", .object(storeMembers)))
         root.append(
@@ -285,10 +314,23 @@ extension PolicyState {
 
     private static func decodeV1(_ root: JSONObjectReader) throws(JSONPathError) -> PolicyState {
         try root.rejectUnknownKeys(allowed: [
-            "version", "elapsedSeconds", "lastSeen", "systemTimeZone", "stores", "skips", "emergencyUses",
+            "version", "elapsedSeconds", "unprovenSeconds", "unprovenReboot", "lastSeen", "systemTimeZone",
+            "stores", "skips", "emergencyUses",
         ])
         var state = PolicyState()
         state.ledger = try readSeconds(root, "elapsedSeconds")
+        if root.value("unprovenSeconds") != nil {
+            state.unproven = try readSeconds(root, "unprovenSeconds")
+            guard state.unproven >= 0, state.unproven <= state.ledger else {
+                throw JSONPathError(path: "unprovenSeconds", message: "expected from 0 to elapsedSeconds")
+            }
+        }
+        if let p = try root.optionalObject("unprovenReboot") {
+            try p.rejectUnknownKeys(allowed: ["lastWall", "bootID", "seconds"])
+            state.pendingProof = PendingProof(
+                lastWall: try readInstant(p, "lastWall"), bootID: try p.string("bootID"),
+                amount: max(0, try readSeconds(p, "seconds")))
+        }
         if let seen = try root.optionalObject("lastSeen") {
             try seen.rejectUnknownKeys(allowed: ["wall", "monotonicSeconds", "bootID"])
             state.lastSeen = SeenClock(

@@ -19,7 +19,7 @@ public struct ScenarioError: Error, Hashable, Sendable, CustomStringConvertible 
 /// The deterministic scenario runner behind `stepgate simulate --config CONFIG SCRIPT.jsonl`.
 ///
 /// Each script line is one JSON object: a time (`at` or `after`) and one action (`steps`,
-/// `tick`, `lock`, `skip`, `emergency`, `setClock`, `zone`, `restart`, `reboot`, `powerOff`,
+/// `tick`, `lock`, `skip`, `emergency`, `setClock`, `syncClock`, `zone`, `restart`, `reboot`, `powerOff`,
 /// `shield`, `failPersist`, `failWakeUps`, `reload`, `status`, `expect`). The output is one JSON line
 /// per effect and state change. Blank lines and lines starting with `#` or `//` are skipped.
 /// The format is documented in `docs/policy.md` ("Scenario scripts").
@@ -65,8 +65,8 @@ public struct ScenarioRunner {
     }
 
     private static let actions = [
-        "steps", "tick", "lock", "skip", "emergency", "setClock", "zone", "restart", "reboot", "powerOff",
-        "shield", "failPersist", "failWakeUps", "reload", "status", "expect",
+        "steps", "tick", "lock", "skip", "emergency", "setClock", "syncClock", "zone", "restart", "reboot",
+        "powerOff", "shield", "failPersist", "failWakeUps", "reload", "status", "expect",
     ]
     /// What a script may do while the simulated machine is powered off.
     private static let whilePoweredOff: Set<String> = ["setClock", "reboot", "failPersist", "failWakeUps"]
@@ -143,6 +143,11 @@ public struct ScenarioRunner {
                     path: "setClock", message: "expected an ISO 8601 instant, found \"\(text)\"")
             }
             records += sim.setWallClock(to: dateFromMillis(ms))
+        case "syncClock":
+            guard try r.bool("syncClock") == true else {
+                throw JSONPathError(path: "syncClock", message: "expected true")
+            }
+            records += sim.synchronizeClock()
         case "zone":
             records += sim.send(.zoneChanged(try r.string("zone")))
         case "restart", "powerOff":

@@ -76,6 +76,10 @@ public struct PolicySimulator {
     private let systemZoneAtStart: String?
     private var real: Int64
     private var wallOffset: Int64 = 0
+    /// Whether the wall clock is synchronized to network time: true until it is set by hand
+    /// (as the kernel does, setting the clock marks it unsynchronized), true again after
+    /// `synchronizeClock()`.
+    public private(set) var clockSynchronized = true
     private var bootNumber = 1
     private var bootStart: Int64
     private var pendingWake: Int64?
@@ -107,7 +111,9 @@ public struct PolicySimulator {
 
     /// The current reading of the simulated clocks.
     public var instant: Instant {
-        Instant(wallMillis: real + wallOffset, monoMillis: real - bootStart, bootID: "boot-\(bootNumber)")
+        Instant(
+            wallMillis: real + wallOffset, monoMillis: real - bootStart, bootID: "boot-\(bootNumber)",
+            clockSynchronized: clockSynchronized)
     }
 
     /// Real (script) time now.
@@ -183,7 +189,16 @@ public struct PolicySimulator {
     /// is powered off it sets the firmware clock: no tick, the next boot starts from it.
     public mutating func setWallClock(to date: Date) -> [PolicyRecord] {
         wallOffset = millisFromDate(date) - real
+        clockSynchronized = false
         return isPoweredOff ? [] : send(.tick)
+    }
+
+    /// Network time arrives: the wall clock is set to real time and counts as synchronized.
+    /// Delivers a `.tick`.
+    public mutating func synchronizeClock() -> [PolicyRecord] {
+        wallOffset = 0
+        clockSynchronized = true
+        return send(.tick)
     }
 
     /// Powers the machine off: no wake-ups or ticks until `restart(reboot: true)`, and whatever

@@ -16,18 +16,23 @@ public struct Instant: Sendable, Hashable, CustomStringConvertible {
     public var monotonic: Duration
     /// Identifies the boot that `monotonic` belongs to.
     public var bootID: String
+    /// Whether the wall clock is known to be right: synchronized to network time (the kernel's
+    /// `STA_UNSYNC` clear). Only a synchronized clock proves how long the machine was off.
+    public var clockSynchronized: Bool
 
     /// Creates a clock reading.
-    public init(wall: Date, monotonic: Duration, bootID: String) {
+    public init(wall: Date, monotonic: Duration, bootID: String, clockSynchronized: Bool = true) {
         self.wall = wall
         self.monotonic = monotonic
         self.bootID = bootID
+        self.clockSynchronized = clockSynchronized
     }
 
-    init(wallMillis: Int64, monoMillis: Int64, bootID: String) {
+    init(wallMillis: Int64, monoMillis: Int64, bootID: String, clockSynchronized: Bool = true) {
         self.wall = dateFromMillis(wallMillis)
         self.monotonic = .milliseconds(monoMillis)
         self.bootID = bootID
+        self.clockSynchronized = clockSynchronized
     }
 
     var wallMillis: Int64 { millisFromDate(wall) }

@@ -31,6 +31,36 @@ struct PersistenceTests {
         #expect(back.encoded() == text)
     }
 
+    /// A reboot's unproven credit and its pending proof survive a restart exactly; a file
+    /// claiming more unproven time than the ledger holds is corrupt.
+    @Test func unprovenRebootCreditRoundTrips() throws {
+        var clock = ManualClock("2025-03-01T09:00:00Z")
+        var engine = PolicyEngine(configuration: try PolicyConfiguration.parse(Self.lockConfig))
+        _ = engine.handle(
+            .command(.lock(store: "games", duration: .seconds(7200), by: "admin")), at: clock.now)
+        clock.reboot(downMinutes: 24 * 60)
+        clock.synchronized = false
+        _ = engine.handle(.tick, at: clock.now)
+        let text = engine.state.encoded()
+        #expect(text.contains("\"unprovenSeconds\": 86395"))
+        #expect(text.contains("\"unprovenReboot\""))
+        let back = try PolicyState.decode(text)
+        #expect(back == engine.state)
+        #expect(engine.status(at: clock.now).stores[0].owners == ["lock:admin"])
+        // Network time: the day off is proven, the lock is over.
+        clock.advance(minutes: 1)
+        clock.synchronized = true
+        var restored = PolicyEngine(configuration: engine.configuration, state: back)
+        _ = restored.handle(.tick, at: clock.now)
+        #expect(restored.state.unproven == 0 && restored.state.pendingProof == nil)
+        #expect(restored.status(at: clock.now).stores[0].owners.isEmpty)
+        let forged = text.replacingOccurrences(
+            of: "\"unprovenSeconds\": 86395", with: "\"unprovenSeconds\": 9e9")
+        #expect(throws: PolicyStateError.self) { try PolicyState.decode(forged) }
+    }
+
+    static let lockConfig = #"{"stores": {"games": {"selection": {"executables": ["/usr/games/x"]}}}}"#
+
     @Test(arguments: [
         ("{", "invalid JSON"),
         ("[]", "expected an object"),

@@ -8,12 +8,15 @@ struct ManualClock {
     var wall: Int64
     var mono: Int64 = 1_000
     var boot = "boot-a"
+    var synchronized = true
 
     init(_ iso: String) {
         wall = parseISO8601(iso) ?? 0
     }
 
-    var now: Instant { Instant(wallMillis: wall, monoMillis: mono, bootID: boot) }
+    var now: Instant {
+        Instant(wallMillis: wall, monoMillis: mono, bootID: boot, clockSynchronized: synchronized)
+    }
 
     mutating func advance(minutes: Double) {
         let ms = Int64(minutes * 60_000)

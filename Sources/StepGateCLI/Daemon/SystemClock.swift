@@ -1,3 +1,4 @@
+internal import CLinux
 import Foundation
 @preconcurrency import Glibc
 import UnlockPolicy
@@ -7,8 +8,13 @@ import UnlockPolicy
 enum SystemClock {
     /// Now, as the policy's ``Instant``.
     static func now() -> Instant {
-        Instant(wall: Date(), monotonic: bootTime(), bootID: bootID)
+        Instant(wall: Date(), monotonic: bootTime(), bootID: bootID, clockSynchronized: clockSynchronized())
     }
+
+    /// Whether the kernel says the wall clock is synchronized (an NTP client such as
+    /// systemd-timesyncd or chrony cleared `STA_UNSYNC`). Only then does a reboot's wall-clock
+    /// gap count as proven time powered off.
+    static func clockSynchronized() -> Bool { stepgate_clock_synchronized() != 0 }
 
     /// `CLOCK_BOOTTIME`: time since boot, suspend included.
     static func bootTime() -> Duration {
