@@ -43,6 +43,7 @@ let package = Package(
             name: "StepGateCLITests",
             dependencies: [
                 "StepGateCLI", "StepGateTestSupport", "stepgate", "SensorInput", "StepDetection", "Tuning",
+                "CLinux",
             ]
         ),
     ],

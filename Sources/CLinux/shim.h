@@ -3,6 +3,7 @@
 #include <sys/fanotify.h>
 #include <fcntl.h>
 #include <sys/socket.h>
+#include <unistd.h>
 #include <sys/timex.h>
 
 // A path-only descriptor (fcntl.h offers it only with _GNU_SOURCE).
@@ -13,4 +14,60 @@ static inline int stepgate_clock_synchronized(void) {
     struct timex tx = {0};
     int state = adjtimex(&tx);
     return state >= 0 && state != TIME_ERROR && !(tx.status & STA_UNSYNC);
+}
+
+#include <string.h>
+#include <sys/un.h>
+
+// Sends one datagram with file descriptors attached (SCM_RIGHTS), as sd_notify's FDSTORE=1
+// needs. Returns what sendmsg returns.
+static inline long stepgate_send_with_fds(int sock, const struct sockaddr_un *address, socklen_t length,
+                                          const char *message, size_t size, const int *fds, int count) {
+    union { struct cmsghdr header; char space[CMSG_SPACE(sizeof(int) * 8)]; } control;
+    if (count < 0 || count > 8) return -1;
+    struct iovec vector = { (void *)message, size };
+    struct msghdr header;
+    memset(&header, 0, sizeof header);
+    memset(&control, 0, sizeof control);
+    header.msg_name = (void *)address;
+    header.msg_namelen = length;
+    header.msg_iov = &vector;
+    header.msg_iovlen = 1;
+    if (count > 0) {
+        header.msg_control = control.space;
+        header.msg_controllen = CMSG_SPACE(sizeof(int) * count);
+        struct cmsghdr *c = CMSG_FIRSTHDR(&header);
+        c->cmsg_level = SOL_SOCKET;
+        c->cmsg_type = SCM_RIGHTS;
+        c->cmsg_len = CMSG_LEN(sizeof(int) * count);
+        memcpy(CMSG_DATA(c), fds, sizeof(int) * count);
+    }
+    return sendmsg(sock, &header, MSG_NOSIGNAL);
+}
+
+// Receives one datagram and up to `capacity` attached descriptors (for tests that play systemd).
+// Returns the message length; `*count` is the number of descriptors received.
+static inline long stepgate_receive_with_fds(int sock, char *buffer, size_t size, int *fds, int capacity,
+                                             int *count) {
+    union { struct cmsghdr header; char space[CMSG_SPACE(sizeof(int) * 8)]; } control;
+    struct iovec vector = { buffer, size };
+    struct msghdr header;
+    memset(&header, 0, sizeof header);
+    header.msg_iov = &vector;
+    header.msg_iovlen = 1;
+    header.msg_control = control.space;
+    header.msg_controllen = sizeof control.space;
+    *count = 0;
+    long received = recvmsg(sock, &header, MSG_CMSG_CLOEXEC);
+    if (received < 0) return received;
+    for (struct cmsghdr *c = CMSG_FIRSTHDR(&header); c; c = CMSG_NXTHDR(&header, c)) {
+        if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
+        int n = (int)((c->cmsg_len - CMSG_LEN(0)) / sizeof(int));
+        for (int i = 0; i < n; i++) {
+            int fd;
+            memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
+            if (*count < capacity) fds[(*count)++] = fd; else close(fd);
+        }
+    }
+    return received;
 }

@@ -63,6 +63,9 @@ public final class ExecDenyShield: Shield {
         let files = Mutex<[FileID: String]>([:])
         let counters = Mutex<(allowed: Int, denied: Int)>((0, 0))
         let stopped = Atomic<Bool>(false)
+        /// Whether permission events are answered yet: an adopted group's queued events wait
+        /// (the openers blocked) until the new owner has decided what is shielded.
+        let answering = Atomic<Bool>(true)
         /// The group whose members may open shielded files (besides root).
         let privilegedGroup: UInt32?
 
@@ -101,12 +104,32 @@ public final class ExecDenyShield: Shield {
         applicationDirectories: [String] = standardApplicationDirectories,
         privilegedGroup: UInt32? = nil,
         runningAction: @escaping @Sendable (String) -> RunningProgramAction = { _ in .terminate },
-        gracePeriod: Duration = .seconds(10)
+        gracePeriod: Duration = .seconds(10),
+        adopting inherited: Int32? = nil
     ) throws(ShieldError) {
         self.runningAction = runningAction
         self.gracePeriod = gracePeriod
         self.searchPath = searchPath
         self.applicationDirectories = applicationDirectories
+        if let inherited {
+            // The group a previous instance left in systemd's file descriptor store: its marks
+            // held through the restart, and opens of the files waited for an answer.
+            guard Self.isFanotifyGroup(inherited) else {
+                throw ShieldError(
+                    shield: "exec", message: "descriptor \(inherited) handed over is not a fanotify group")
+            }
+            _ = fcntl(inherited, F_SETFD, FD_CLOEXEC)
+            _ = fcntl(inherited, F_SETFL, fcntl(inherited, F_GETFL) | O_NONBLOCK)
+            group = inherited
+            denied = Denied(privilegedGroup: privilegedGroup)
+            denied.answering.store(false, ordering: .relaxed)
+            watcher = FolderWatcher()
+            let thread = Thread { [group, denied] in ExecDenyShield.respond(group: group, denied: denied) }
+            thread.name = "stepgate-exec-deny"
+            thread.start()
+            responder = thread
+            return
+        }
         let fd = fanotify_init(
             UInt32(FAN_CLASS_CONTENT | FAN_CLOEXEC | FAN_NONBLOCK), UInt32(O_RDONLY | O_CLOEXEC))
         guard fd >= 0 else {
@@ -147,6 +170,27 @@ public final class ExecDenyShield: Shield {
         }
         close(group)  // the kernel allows every pending event of a closed group
         watcher?.stop()
+    }
+
+    /// The fanotify group's descriptor, to hand to systemd's file descriptor store so the marks
+    /// outlive a restart of the daemon.
+    public var groupDescriptor: Int32 { group }
+
+    /// Whether this shield took over a group handed over by a previous instance and still holds
+    /// its queued events.
+    public var isHoldingEvents: Bool { !denied.answering.load(ordering: .relaxed) }
+
+    /// Starts answering permission events (a no-op unless the group was adopted): call once the
+    /// first ``apply(_:context:)`` or ``recheck()`` has decided what is shielded. Marks the
+    /// previous instance left on files no longer shielded are then simply allowed.
+    public func startAnswering() { denied.answering.store(true, ordering: .relaxed) }
+
+    static func isFanotifyGroup(_ fd: Int32) -> Bool {
+        var buffer = [CChar](repeating: 0, count: 64)
+        let length = readlink("/proc/self/fd/\(fd)", &buffer, buffer.count - 1)
+        guard length > 0 else { return false }
+        return String(decoding: buffer[0..<length].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+            == "anon_inode:[fanotify]"
     }
 
     /// Permission events answered so far: allowed and denied.
@@ -409,6 +453,10 @@ public final class ExecDenyShield: Shield {
         defer { buffer.deallocate() }
         var poller = pollfd(fd: group, events: Int16(POLLIN), revents: 0)
         while !denied.stopped.load(ordering: .relaxed) {
+            guard denied.answering.load(ordering: .relaxed) else {
+                usleep(10_000)
+                continue
+            }
             let ready = poll(&poller, 1, 100)
             if ready <= 0 { continue }
             let length = read(group, buffer, size)

@@ -155,11 +155,17 @@ final class Daemon {
             do {
                 let adminGroup = c.adminGroup.flatMap { getgrnam($0)?.pointee.gr_gid }
                 let (perStore, fallback) = (c.running, c.runningDefault)
+                let passed = SystemdDescriptors.take()
+                for (name, fd) in passed where name != SystemdDescriptors.execShield { close(fd) }
+                let inherited = passed[SystemdDescriptors.execShield]
                 let shield = try ExecDenyShield(
                     applicationDirectories: c.applicationDirectories
                         ?? ExecDenyShield.standardApplicationDirectories,
                     privilegedGroup: adminGroup, runningAction: { perStore[$0] ?? fallback },
-                    gracePeriod: .milliseconds(Int64(c.graceSeconds * 1000)))
+                    gracePeriod: .milliseconds(Int64(c.graceSeconds * 1000)), adopting: inherited)
+                if inherited != nil {
+                    log.notice("exec shield: took over the previous instance's marks from systemd's store")
+                }
                 let inbox = inbox
                 shield.onChange = { inbox.post(.shieldsChanged) }
                 list.append(shield)
@@ -208,6 +214,17 @@ final class Daemon {
                     at: SystemClock.now()))
         }
         perform(engine.handle(.tick, at: SystemClock.now()))
+        // The shields are decided: the exec shield answers (an adopted group's queued opens
+        // too), and its group goes to systemd's store, so a restart or a crash leaves the marks
+        // in place (opens wait for the next instance instead of going through).
+        for case let exec as ExecDenyShield in shields.shields {
+            exec.startAnswering()
+            if notifySystemd(
+                "FDSTORE=1\nFDNAME=\(SystemdDescriptors.execShield)", descriptors: [exec.groupDescriptor])
+            {
+                log.info("exec shield: fanotify group kept in systemd's file descriptor store")
+            }
+        }
 
         let timer = Task { [wake] in await Daemon.runTimer(wake, inbox) }
         defer { timer.cancel() }

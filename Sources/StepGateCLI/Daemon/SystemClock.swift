@@ -91,19 +91,54 @@ struct Logger: Sendable {
     func debug(_ message: @autoclosure () -> String) { log(.debug, message()) }
 }
 
-/// Tells systemd the service is ready (`Type=notify`), when `$NOTIFY_SOCKET` is set.
-func notifySystemd(_ state: String) {
-    guard var path = ProcessInfo.processInfo.environment["NOTIFY_SOCKET"], !path.isEmpty else { return }
+/// Sends a state to systemd (`sd_notify`) when `$NOTIFY_SOCKET` is set: readiness
+/// (`Type=notify`), and with `FDSTORE=1` descriptors for its file descriptor store, handed back to
+/// the next instance (see ``SystemdDescriptors``). Returns whether the message was sent.
+@discardableResult
+func notifySystemd(_ state: String, descriptors: [Int32] = []) -> Bool {
+    guard var path = ProcessInfo.processInfo.environment["NOTIFY_SOCKET"], !path.isEmpty else { return false }
     if path.hasPrefix("@") { path = "\0" + path.dropFirst() }  // abstract namespace
     let fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-    guard fd >= 0 else { return }
+    guard fd >= 0 else { return false }
     defer { close(fd) }
-    guard var address = try? unixAddress(path) else { return }
-    let bytes = Array(path.utf8)
-    let length = socklen_t(MemoryLayout<sa_family_t>.size + bytes.count)
-    _ = withUnsafePointer(to: &address) {
-        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer in
-            state.withCString { sendto(fd, $0, strlen($0), 0, pointer, length) }
+    guard var address = try? unixAddress(path) else { return false }
+    let length = socklen_t(MemoryLayout<sa_family_t>.size + path.utf8.count)
+    let sent = state.withCString { text in
+        descriptors.withUnsafeBufferPointer { fds in
+            stepgate_send_with_fds(
+                fd, &address, length, text, strlen(text), fds.baseAddress, Int32(fds.count))
         }
+    }
+    return sent >= 0
+}
+
+/// Descriptors systemd passed to this process (`LISTEN_FDS`, `LISTEN_FDNAMES`), by name: the
+/// file descriptor store's contents handed back after a restart.
+enum SystemdDescriptors {
+    /// The name the exec shield's fanotify group is stored under.
+    static let execShield = "stepgate-exec"
+
+    /// Takes the passed descriptors (once: the variables are removed so children do not
+    /// inherit them). Only descriptors meant for this process (`LISTEN_PID`) count.
+    static func take() -> [String: Int32] {
+        let environment = ProcessInfo.processInfo.environment
+        defer {
+            unsetenv("LISTEN_PID")
+            unsetenv("LISTEN_FDS")
+            unsetenv("LISTEN_FDNAMES")
+        }
+        guard let pid = environment["LISTEN_PID"].flatMap({ Int32($0) }), pid == getpid(),
+            let count = environment["LISTEN_FDS"].flatMap({ Int($0) }), count > 0, count < 64
+        else { return [:] }
+        let names = (environment["LISTEN_FDNAMES"] ?? "").split(
+            separator: ":", omittingEmptySubsequences: false)
+        var result: [String: Int32] = [:]
+        for index in 0..<count {
+            let fd = Int32(3 + index)
+            _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
+            let name = index < names.count ? String(names[index]) : "unknown"
+            if result[name] == nil { result[name] = fd } else { close(fd) }
+        }
+        return result
     }
 }
