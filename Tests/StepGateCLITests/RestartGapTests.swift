@@ -53,7 +53,7 @@ private final class FakeSystemd {
             if text.contains("FDSTORE=1") {
                 stored += fds[0..<Int(count)]
             } else {
-                fds[0..<Int(count)].forEach { close($0) }
+                for descriptor in fds[0..<Int(count)] { close(descriptor) }
             }
             if text.contains(needle) { return true }
         }
