@@ -98,9 +98,18 @@ public final class DomainShield: Shield {
         let text = lines.joined(separator: "\n") + "\n"
         do {
             try DurableFile.writeAtomically(Array(text.utf8), to: path, mode: 0o644)
+        } catch let error where error.isOutOfSpace && removeReserve() {
+            // Someone filled the file system: the reserve's blocks and inode make room for the
+            // new version (a relock must not fail for want of a few kilobytes).
+            do {
+                try DurableFile.writeAtomically(Array(text.utf8), to: path, mode: 0o644)
+            } catch {
+                throw ShieldError(shield: name, message: error.description)
+            }
         } catch {
             throw ShieldError(shield: name, message: error.description)
         }
+        keepReserve(for: text.utf8.count)
         if let reloadCommand {
             let result = try runner.run(reloadCommand, timeout: 30, shield: name)
             guard result.status == 0, !result.timedOut else {
@@ -110,6 +119,36 @@ public final class DomainShield: Shield {
                         "reload command '\(reloadCommand.joined(separator: " "))' failed (status \(result.status))"
                 )
             }
+        }
+    }
+
+    /// A hidden file beside the managed file, holding space (and an inode) that is given up when
+    /// the file system is full, so a relock can still be written. Hidden: dnsmasq skips
+    /// dot files in its configuration folder.
+    var reservePath: String {
+        guard let slash = path.lastIndex(of: "/") else { return ".\(path).stepgate-reserve" }
+        return "\(path[...slash]).\(path[path.index(after: slash)...]).stepgate-reserve"
+    }
+
+    /// Removes the reserve; whether there was one.
+    private func removeReserve() -> Bool { unlink(reservePath) == 0 }
+
+    /// Makes sure the reserve exists and holds room for twice the file (at least 64 KiB). Best
+    /// effort: without it a full file system can still fail a write, which fails closed.
+    private func keepReserve(for size: Int) {
+        let wanted = max(64 * 1024, 2 * size + 16 * 1024)
+        var info = stat()
+        if lstat(reservePath, &info) == 0 {
+            if info.st_mode & S_IFMT == S_IFREG && Int(info.st_blocks) * 512 >= wanted { return }
+            if info.st_mode & S_IFMT != S_IFREG { return }  // not ours to touch
+            unlink(reservePath)
+        }
+        let fd = open(reservePath, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { return }
+        defer { close(fd) }
+        if posix_fallocate(fd, 0, off_t(wanted)) != 0 {
+            // No room now: try again after the next successful write.
+            unlink(reservePath)
         }
     }
 

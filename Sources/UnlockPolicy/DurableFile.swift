@@ -13,19 +13,25 @@ public struct FileError: Error, Hashable, Sendable, CustomStringConvertible {
     public var path: String
     /// The `strerror` text, or another reason.
     public var reason: String
+    /// The system's error number, when the failure came from a system call.
+    public var code: Int32?
 
-    public init(operation: String, path: String, reason: String) {
+    public init(operation: String, path: String, reason: String, code: Int32? = nil) {
         self.operation = operation
         self.path = path
         self.reason = reason
+        self.code = code
     }
 
     /// An error from the current `errno`.
     static func errno(_ operation: String, _ path: String) -> FileError {
         let code = Glibc.errno
         let text = strerror(code).map { String(cString: $0) } ?? "error \(code)"
-        return FileError(operation: operation, path: path, reason: text)
+        return FileError(operation: operation, path: path, reason: text, code: code)
     }
+
+    /// Whether the file system ran out of space or inodes (or the user's quota).
+    public var isOutOfSpace: Bool { code == ENOSPC || code == EDQUOT }
 
     public var description: String { "\(operation) \(path): \(reason)" }
 }

@@ -106,6 +106,43 @@ struct DomainShieldTests {
         #expect(result.standardOutput == names.map { "\($0) 0.0.0.0\n" }.joined())
     }
 
+    /// A user fills the file system the block lives on (blocks and inodes) during an unlock:
+    /// the relock is still written, from the reserve kept beside the file.
+    @Test(
+        .enabled(if: getuid() == 0, "needs root to mount a small tmpfs"),
+        .enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/mount"), "needs mount"))
+    func aFullFileSystemDoesNotKeepTheBlockOff() throws {
+        let mountPoint = folder.appendingPathComponent("fs").path
+        #expect(mkdir(mountPoint, 0o755) == 0)
+        let mounted = try runProcess(
+            URL(fileURLWithPath: "/usr/bin/mount"),
+            ["-t", "tmpfs", "-o", "size=256k,nr_inodes=64", "tmpfs", mountPoint])
+        try #require(mounted.status == 0, "mount: \(mounted.standardError)")
+        defer { _ = try? runProcess(URL(fileURLWithPath: "/usr/bin/umount"), ["-l", mountPoint]) }
+        let small = mountPoint + "/hosts"
+        try "127.0.0.1 localhost\n".write(toFile: small, atomically: false, encoding: .utf8)
+        let shield = DomainShield(path: small)
+        try shield.apply(domains("example.com"), context: ShieldContext(store: "games"))
+        #expect(FileManager.default.fileExists(atPath: mountPoint + "/.hosts.stepgate-reserve"))
+        try shield.remove(domains("example.com"), context: ShieldContext(store: "games"))  // the unlock
+        // Fill every block, then every inode.
+        let filler = open(mountPoint + "/fill", O_WRONLY | O_CREAT, 0o644)
+        let chunk = [UInt8](repeating: 7, count: 4096)
+        while chunk.withUnsafeBytes({ write(filler, $0.baseAddress, $0.count) }) > 0 {}
+        close(filler)
+        var opened: [Int32] = []
+        while case let fd = open(mountPoint + "/f\(opened.count)", O_WRONLY | O_CREAT | O_CLOEXEC, 0o644),
+            fd >= 0
+        {
+            opened.append(fd)
+        }
+        #expect(errno == ENOSPC)
+        for fd in opened { close(fd) }
+        try shield.apply(domains("example.com"), context: ShieldContext(store: "games"))  // the relock
+        let text = try String(contentsOfFile: small, encoding: .utf8)
+        #expect(text.contains("0.0.0.0 example.com"))
+    }
+
     @Test func aBrokenManagedBlockIsAnErrorNotARewrite() throws {
         try (text + DomainShield.begin + "\n0.0.0.0 x.com # store=s\n").write(
             toFile: hosts, atomically: true, encoding: .utf8)
