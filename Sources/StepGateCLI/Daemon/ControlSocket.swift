@@ -423,9 +423,15 @@ final class ControlServer: Sendable {
         guard let adminGroupID else { return false }
         if peer.gid == adminGroupID { return true }
         guard let user = getpwuid(peer.uid) else { return false }
+        // Membership as the group database says (a user added to the group is an admin from
+        // their next connection, without logging in again).
         var count: Int32 = 64
         var groups = [gid_t](repeating: 0, count: 64)
-        if getgrouplist(user.pointee.pw_name, user.pointee.pw_gid, &groups, &count) < 0 { return false }
+        if getgrouplist(user.pointee.pw_name, user.pointee.pw_gid, &groups, &count) < 0 {
+            // More groups than room: `count` now says how many there are.
+            groups = [gid_t](repeating: 0, count: Int(max(count, 64)))
+            if getgrouplist(user.pointee.pw_name, user.pointee.pw_gid, &groups, &count) < 0 { return false }
+        }
         return groups.prefix(Int(count)).contains(adminGroupID)
     }
 }
