@@ -1,3 +1,4 @@
+internal import CLinux
 import Foundation
 public import UnlockPolicy
 
@@ -29,6 +30,11 @@ public final class DomainShield: Shield {
 
     static let begin = "# BEGIN stepgate managed block: do not edit; StepGate rewrites it"
     static let end = "# END stepgate managed block"
+    /// Firefox's DNS-over-HTTPS canary: a negative answer (dnsmasq's `address=/NAME/` without an
+    /// address) tells Firefox to leave DoH off on this network. A hosts file cannot give a
+    /// negative answer; the browsers' managed policies (``BrowserPolicies``) cover that case.
+    static let canary =
+        "address=/use-application-dns.net/ # stepgate: tells Firefox to keep DNS over HTTPS off"
 
     public init(
         path: String = "/etc/hosts", format: Format = .hosts, reloadCommand: [String]? = nil,
@@ -93,6 +99,7 @@ public final class DomainShield: Shield {
         if !entries.isEmpty {
             lines.append(Self.begin)
             for entry in entries.sorted() { lines += render(entry) }
+            if format == .dnsmasq { lines.append(Self.canary) }
             lines.append(Self.end)
         }
         let text = lines.joined(separator: "\n") + "\n"

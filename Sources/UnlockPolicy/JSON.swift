@@ -3,7 +3,7 @@
 /// Hand-rolled so that every value keeps its exact type (a `true` is never a `1`), object keys
 /// keep their order, duplicate keys are rejected, and errors carry a JSON path. The parser has a
 /// nesting limit and never traps on input.
-enum JSONValue: Sendable, Hashable {
+package enum JSONValue: Sendable, Hashable {
     case null
     case bool(Bool)
     /// A number with its lexical form: `isInteger` is true when it had no fraction or exponent.
@@ -12,7 +12,7 @@ enum JSONValue: Sendable, Hashable {
     case array([JSONValue])
     case object([(String, JSONValue)])
 
-    static func == (lhs: JSONValue, rhs: JSONValue) -> Bool {
+    package static func == (lhs: JSONValue, rhs: JSONValue) -> Bool {
         switch (lhs, rhs) {
         case (.null, .null): return true
         case (.bool(let a), .bool(let b)): return a == b
@@ -25,7 +25,7 @@ enum JSONValue: Sendable, Hashable {
         }
     }
 
-    func hash(into hasher: inout Hasher) {
+    package func hash(into hasher: inout Hasher) {
         switch self {
         case .null: hasher.combine(0)
         case .bool(let b): hasher.combine(b)
@@ -85,7 +85,7 @@ extension JSONValue {
     }
 
     /// Parses one JSON document from raw bytes.
-    static func parse(bytes: [UInt8]) throws(JSONPathError) -> JSONValue {
+    package static func parse(bytes: [UInt8]) throws(JSONPathError) -> JSONValue {
         var parser = JSONParser(bytes: bytes)
         return try parser.document()
     }
@@ -328,7 +328,7 @@ extension JSONValue {
     }
 
     /// Indented JSON text (two spaces), keys in their stored order, ending without a newline.
-    func prettySerialized() -> String {
+    package func prettySerialized() -> String {
         var out = ""
         write(to: &out, indent: "  ", level: 0)
         return out

@@ -56,6 +56,8 @@ struct DomainShieldTests {
         try shield.apply(domains("Example.COM"), context: ShieldContext(store: "games"))
         #expect(text.contains("address=/example.com/0.0.0.0 # store=games"))
         #expect(text.contains("address=/example.com/:: # store=games"))
+        // Firefox's DNS-over-HTTPS canary gets a negative answer while anything is blocked.
+        #expect(text.contains("\naddress=/use-application-dns.net/ # stepgate"))
         #expect(try shield.inForce() == ["games": Set(domains("example.com"))])
     }
 

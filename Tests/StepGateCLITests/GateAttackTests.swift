@@ -405,4 +405,24 @@ struct GateAttackTests {
         #expect(lock.status != 0)
         #expect(lock.standardError.contains("refusing to talk to it"))
     }
+
+    /// A browser's own DNS over HTTPS would skip the hosts file: while a store has domains, the
+    /// daemon installs the browsers' managed policies that keep it off.
+    @Test func browsersAreToldToKeepTheirOwnResolverOff() throws {
+        let folder = try Fixtures.temporaryFolder()
+        try makeHosts(folder)
+        let root = folder.appendingPathComponent("root").path
+        let config = shieldedConfig(folder: folder).replacingOccurrences(
+            of: #""shields": {"domains": {"path": ""#,
+            with: #""shields": {"domains": {"browserPolicyRoot": "\#(root)", "path": ""#)
+        #expect(config.contains("browserPolicyRoot"))
+        let daemon = try TestDaemon(folder: folder, config: config)
+        defer { daemon.kill(SIGTERM) }
+        let firefox = try String(
+            contentsOfFile: root + "/etc/firefox/policies/policies.json", encoding: .utf8)
+        #expect(firefox.contains("\"DNSOverHTTPS\""))
+        let chromium = try String(
+            contentsOfFile: root + "/etc/chromium/policies/managed/stepgate-dns.json", encoding: .utf8)
+        #expect(chromium.contains("\"DnsOverHttpsMode\": \"off\""))
+    }
 }

@@ -145,6 +145,20 @@ final class Daemon {
         shields = ShieldSet([])
         shields = makeShields(configuration)
         resolveExecutables()
+        updateBrowserPolicies()
+    }
+
+    /// Browsers' managed policies keep DNS over HTTPS off while any store has domains (their own
+    /// resolver would skip the hosts file and dnsmasq); removed when none has.
+    private func updateBrowserPolicies() {
+        guard configuration.domains != nil, configuration.browserPolicies else { return }
+        let policies = BrowserPolicies(root: configuration.browserPolicyRoot)
+        let wanted = configuration.policy.stores.contains { !$0.selection.domains.isEmpty }
+        let problems = wanted ? policies.install() : policies.remove()
+        for problem in problems { log.warning("browser policies: \(problem)") }
+        if wanted && problems.isEmpty {
+            log.info("browser policies: DNS over HTTPS kept off in Firefox and Chromium")
+        }
     }
 
     /// Builds the shields the configuration asks for; one that cannot start is logged, and the
@@ -439,6 +453,7 @@ final class Daemon {
         configuration.policy = fresh.policy
         configuration.messages = fresh.messages
         resolveExecutables()
+        updateBrowserPolicies()
         perform(engine.handle(.command(.reload(fresh.policy)), at: SystemClock.now()))
         log.notice("configuration reloaded")
         return nil

@@ -54,6 +54,10 @@ struct DaemonConfiguration {
     var graceSeconds = 10.0
     var systemctl: String?
     var domains: (path: String, format: DomainShield.Format, reload: [String]?)?
+    /// Whether the browsers' managed policies keep DNS over HTTPS off while a store has domains.
+    var browserPolicies = true
+    /// The file system root the browser policy files are written under.
+    var browserPolicyRoot = "/"
     var hooks: [String: HookShield.Hook] = [:]
     var messages: [String: Message] = [:]
 
@@ -195,7 +199,13 @@ struct DaemonConfiguration {
                 guard let domains = domains as? [String: Any] else {
                     throw JSONPathError(path: "shields.domains", message: "expected an object")
                 }
-                try rejectUnknown(domains, ["path", "format", "reload"], at: "shields.domains")
+                try rejectUnknown(
+                    domains, ["path", "format", "reload", "browserPolicies", "browserPolicyRoot"],
+                    at: "shields.domains")
+                configuration.browserPolicies =
+                    try bool(domains["browserPolicies"], at: "shields.domains.browserPolicies") ?? true
+                configuration.browserPolicyRoot =
+                    try string(domains["browserPolicyRoot"], at: "shields.domains.browserPolicyRoot") ?? "/"
                 let formatText = try string(domains["format"], at: "shields.domains.format") ?? "hosts"
                 guard let format = DomainShield.Format(rawValue: formatText) else {
                     throw JSONPathError(
