@@ -35,7 +35,8 @@ let package = Package(
         .testTarget(name: "SensorInputTests", dependencies: ["SensorInput", "StepGateTestSupport"]),
         .testTarget(
             name: "UnlockPolicyTests", dependencies: ["UnlockPolicy"], resources: [.copy("Scenarios")]),
-        .testTarget(name: "ShieldsTests", dependencies: ["Shields", "UnlockPolicy", "StepGateTestSupport"]),
+        .testTarget(
+            name: "ShieldsTests", dependencies: ["Shields", "UnlockPolicy", "StepGateTestSupport", "CLinux"]),
         .testTarget(
             name: "TuningTests",
             dependencies: ["Tuning", "StepDetection", "SensorInput", "StepGateTestSupport"]),

@@ -4,8 +4,9 @@
 set -euo pipefail
 
 # Debian packages the build and the tests need beyond the Swift toolchain: libiio (headers,
-# tools, iiod for the network tests), and unshare/nsenter/ip for the emulated IIO device.
-packages=(libiio-dev libiio-utils iiod pkg-config iproute2 util-linux)
+# tools, iiod for the network tests), unshare/nsenter/ip for the emulated IIO device, and
+# nftables for the network shield (tested in a network namespace of its own).
+packages=(libiio-dev libiio-utils iiod pkg-config iproute2 util-linux nftables)
 
 missing=()
 for p in "${packages[@]}"; do

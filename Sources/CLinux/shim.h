@@ -71,3 +71,7 @@ static inline long stepgate_receive_with_fds(int sock, char *buffer, size_t size
     }
     return received;
 }
+
+// A network namespace of the calling thread's own (tests of the nftables shield).
+extern int unshare(int flags);
+static inline int stepgate_unshare_network(void) { return unshare(0x40000000); /* CLONE_NEWNET */ }

@@ -121,15 +121,29 @@ public final class ShieldSet {
         return problems
     }
 
-    /// What every shield reports in force, merged per store.
+    /// What the shields report in force, per store. A target whose kind several shields
+    /// enforce (domains: the hosts file and nftables) is in force only when every one of them
+    /// reports it.
     public func inForce() -> (targets: [String: Selection], errors: [ShieldError]) {
-        var merged: [String: Set<Target>] = [:]
+        var reports: [(kinds: Set<Target.Kind>, targets: [String: Set<Target>])] = []
         var errors: [ShieldError] = []
         for shield in shields {
             do {
-                for (store, targets) in try shield.inForce() { merged[store, default: []].formUnion(targets) }
+                reports.append((shield.kinds, try shield.inForce()))
             } catch {
+                reports.append((shield.kinds, [:]))
                 errors.append(error)
+            }
+        }
+        var merged: [String: Set<Target>] = [:]
+        for report in reports {
+            for (store, targets) in report.targets {
+                for target in targets
+                where reports.allSatisfy({
+                    !$0.kinds.contains(target.kind) || $0.targets[store]?.contains(target) == true
+                }) {
+                    merged[store, default: []].insert(target)
+                }
             }
         }
         return (merged.mapValues { Selection(targets: $0) }, errors)

@@ -148,6 +148,26 @@ final class Daemon {
         updateBrowserPolicies()
     }
 
+    /// The user ids in the admin group: its listed members and the users whose primary group it
+    /// is.
+    private static func adminMembers(_ group: String?) -> [UInt32] {
+        guard let group, let entry = getgrnam(group) else { return [] }
+        let gid = entry.pointee.gr_gid
+        var names: [String] = []
+        var member = entry.pointee.gr_mem
+        while let pointer = member?.pointee {
+            names.append(String(cString: pointer))
+            member = member?.advanced(by: 1)
+        }
+        var ids = Set(names.compactMap { getpwnam($0)?.pointee.pw_uid })
+        setpwent()
+        while let user = getpwent() {
+            if user.pointee.pw_gid == gid { ids.insert(user.pointee.pw_uid) }
+        }
+        endpwent()
+        return ids.sorted()
+    }
+
     /// Browsers' managed policies keep DNS over HTTPS off while any store has domains (their own
     /// resolver would skip the hosts file and dnsmasq); removed when none has.
     private func updateBrowserPolicies() {
@@ -199,6 +219,20 @@ final class Daemon {
         if let domains = c.domains {
             list.append(
                 DomainShield(path: domains.path, format: domains.format, reloadCommand: domains.reload))
+        }
+        if let nft = c.nftables {
+            let users: NftablesShield.Users
+            if let names = nft.users {
+                users = .only(names.compactMap { getpwnam($0)?.pointee.pw_uid })
+            } else {
+                users = .ordinaryExcept(Self.adminMembers(c.adminGroup))
+            }
+            let lookup = DNSLookup(servers: nft.nameservers)
+            list.append(
+                NftablesShield(
+                    nft: nft.nft, users: users, resolvers: nft.resolvers,
+                    lookup: { lookup.addresses(of: $0) },
+                    refreshInterval: .milliseconds(Int64(nft.refreshSeconds * 1000))))
         }
         if !c.hooks.isEmpty { list.append(HookShield(hooks: c.hooks)) }
         return ShieldSet(list)

@@ -58,6 +58,19 @@ struct DaemonConfiguration {
     var browserPolicies = true
     /// The file system root the browser policy files are written under.
     var browserPolicyRoot = "/"
+    /// The nftables shield (`shields.nftables`): refuses the gated users' connections to the
+    /// shielded domains' addresses and to public DNS-over-HTTPS resolvers.
+    struct Nftables: Equatable {
+        var nft = "nft"
+        /// User names whose connections are refused; nil: every ordinary account (uid 1000 and
+        /// up) outside the admin group.
+        var users: [String]?
+        /// DNS servers to look the domains up with; nil: the system's upstream servers.
+        var nameservers: [String]?
+        var resolvers = NftablesShield.wellKnownResolvers
+        var refreshSeconds = 300.0
+    }
+    var nftables: Nftables?
     var hooks: [String: HookShield.Hook] = [:]
     var messages: [String: Message] = [:]
 
@@ -142,7 +155,44 @@ struct DaemonConfiguration {
             guard let shields = shields as? [String: Any] else {
                 throw JSONPathError(path: "shields", message: "expected an object")
             }
-            try rejectUnknown(shields, ["exec", "systemd", "domains", "hooks"], at: "shields")
+            try rejectUnknown(shields, ["exec", "systemd", "domains", "nftables", "hooks"], at: "shields")
+            if let nft = shields["nftables"] {
+                guard let nft = nft as? [String: Any] else {
+                    throw JSONPathError(path: "shields.nftables", message: "expected an object")
+                }
+                try rejectUnknown(
+                    nft, ["nft", "users", "nameservers", "dohResolvers", "refreshSeconds"],
+                    at: "shields.nftables")
+                var settings = Nftables()
+                settings.nft = try string(nft["nft"], at: "shields.nftables.nft") ?? "nft"
+                settings.users = try strings(nft["users"], at: "shields.nftables.users")
+                for (index, user) in (settings.users ?? []).enumerated() where getpwnam(user) == nil {
+                    throw JSONPathError(
+                        path: "shields.nftables.users[\(index)]", message: "no user named \"\(user)\"")
+                }
+                settings.nameservers = try strings(nft["nameservers"], at: "shields.nftables.nameservers")
+                for (key, list) in [
+                    ("nameservers", settings.nameservers ?? []),
+                    (
+                        "dohResolvers",
+                        try strings(nft["dohResolvers"], at: "shields.nftables.dohResolvers") ?? []
+                    ),
+                ] {
+                    for (index, address) in list.enumerated() where !isIPAddress(address) {
+                        throw JSONPathError(
+                            path: "shields.nftables.\(key)[\(index)]",
+                            message: "expected an IP address, found \"\(address)\"")
+                    }
+                }
+                if let resolvers = try strings(nft["dohResolvers"], at: "shields.nftables.dohResolvers") {
+                    settings.resolvers = resolvers
+                }
+                settings.refreshSeconds =
+                    try number(
+                        nft["refreshSeconds"], at: "shields.nftables.refreshSeconds", range: 10...86_400)
+                    ?? 300
+                configuration.nftables = settings
+            }
             if let exec = shields["exec"] {
                 guard let exec = exec as? [String: Any] else {
                     throw JSONPathError(path: "shields.exec", message: "expected an object")
@@ -265,6 +315,12 @@ struct DaemonConfiguration {
                 path: path.isEmpty ? key : "\(path).\(key)",
                 message: "unknown key; expected one of: \(allowed.sorted().joined(separator: ", "))")
         }
+    }
+
+    private static func isIPAddress(_ text: String) -> Bool {
+        var v4 = in_addr()
+        var v6 = in6_addr()
+        return inet_pton(AF_INET, text, &v4) == 1 || inet_pton(AF_INET6, text, &v6) == 1
     }
 
     private static func string(_ value: Any?, at path: String) throws -> String? {
