@@ -5,7 +5,8 @@ public import UnlockPolicy
 /// reached through the browser's own resolver (which never reads the hosts file or dnsmasq):
 /// Firefox's `policies.json` (`DNSOverHTTPS` disabled and locked) and Chromium-family managed
 /// policy files (`DnsOverHttpsMode` off). Installed while any store has domains; removed when
-/// none has.
+/// none has. Only browsers that are installed get a policy (checked again at every start and
+/// reload).
 ///
 /// Chromium-family browsers read every file in their managed-policy folder, so StepGate owns
 /// one file there. Firefox reads one `policies.json`: StepGate adds its key to what is there and
@@ -19,22 +20,42 @@ public struct BrowserPolicies: Sendable {
         self.root = root.hasSuffix("/") ? root : root + "/"
     }
 
-    /// The file StepGate owns in each Chromium-family managed-policy folder.
-    static let chromiumFiles = [
-        "etc/chromium/policies/managed/stepgate-dns.json",
-        "etc/opt/chrome/policies/managed/stepgate-dns.json",
-        "etc/brave/policies/managed/stepgate-dns.json",
-        "etc/opt/edge/policies/managed/stepgate-dns.json",
+    /// The file StepGate owns in each Chromium-family managed-policy folder, and where the
+    /// browser is installed (a policy is written only for a browser that is there).
+    static let chromium: [(file: String, installed: [String])] = [
+        (
+            "etc/chromium/policies/managed/stepgate-dns.json",
+            ["usr/bin/chromium", "usr/bin/chromium-browser", "usr/lib/chromium"]
+        ),
+        (
+            "etc/opt/chrome/policies/managed/stepgate-dns.json",
+            ["opt/google/chrome", "usr/bin/google-chrome"]
+        ),
+        ("etc/brave/policies/managed/stepgate-dns.json", ["opt/brave.com", "usr/bin/brave-browser"]),
+        (
+            "etc/opt/edge/policies/managed/stepgate-dns.json",
+            ["opt/microsoft/msedge", "usr/bin/microsoft-edge"]
+        ),
     ]
+    static var chromiumFiles: [String] { chromium.map(\.file) }
+    /// Where Firefox is installed (Debian's firefox-esr, Mozilla's package, a tarball in /opt).
+    static let firefoxInstalled = [
+        "usr/bin/firefox", "usr/bin/firefox-esr", "usr/lib/firefox", "usr/lib/firefox-esr", "opt/firefox",
+    ]
+
+    private func installed(_ paths: [String]) -> Bool {
+        paths.contains { FileManager.default.fileExists(atPath: root + $0) }
+    }
     static let chromiumText = "{\n  \"DnsOverHttpsMode\": \"off\"\n}\n"
     static let firefoxFile = "etc/firefox/policies/policies.json"
     static let firefoxKey = "DNSOverHTTPS"
     static let firefoxValue = JSONValue.object([("Enabled", .bool(false)), ("Locked", .bool(true))])
 
-    /// Writes the policies; returns the problems (empty when all are in place).
+    /// Writes the policies of the browsers that are installed; returns the problems (empty when
+    /// all are in place).
     public func install() -> [String] {
         var problems: [String] = []
-        for relative in Self.chromiumFiles {
+        for (relative, where_) in Self.chromium where installed(where_) {
             let path = root + relative
             do {
                 if try DurableFile.read(path) == Array(Self.chromiumText.utf8) { continue }
@@ -44,7 +65,7 @@ public struct BrowserPolicies: Sendable {
                 problems.append("\(path): \(error)")
             }
         }
-        if let problem = installFirefox() { problems.append(problem) }
+        if installed(Self.firefoxInstalled), let problem = installFirefox() { problems.append(problem) }
         return problems
     }
 

@@ -49,6 +49,11 @@ struct DaemonCommand: Command {
             }
         }
         if check {
+            let (problems, plan) = Self.preflight(configuration)
+            if !problems.isEmpty {
+                for problem in problems { printError("\(configPath): \(problem)") }
+                throw ExitCode(1)
+            }
             print("\(configPath): valid")
             switch configuration.input {
             case .replay(let path, let speed): print("input: replay \(path) at \(speed)× real time")
@@ -58,16 +63,8 @@ struct DaemonCommand: Command {
                 )
             }
             print("stores: \(configuration.policy.stores.map(\.name).joined(separator: ", "))")
-            var shields: [String] = []
-            if configuration.execShield { shields.append("exec") }
-            if configuration.systemctl != nil { shields.append("systemd") }
-            if let domains = configuration.domains {
-                shields.append("domains (\(domains.format.rawValue) file \(domains.path))")
-            }
-            if !configuration.hooks.isEmpty {
-                shields.append("hooks (\(configuration.hooks.keys.sorted().joined(separator: ", ")))")
-            }
-            print("shields: \(shields.isEmpty ? "none" : shields.joined(separator: ", "))")
+            print("shields:\(plan.isEmpty ? " none" : "")")
+            for line in plan { print("  \(line)") }
             print(
                 "state: \(configuration.stateDirectory)/state.json; control socket: \(configuration.controlSocket)"
             )
@@ -77,6 +74,88 @@ struct DaemonCommand: Command {
             configuration: configuration, configPath: configPath, log: Logger(level: verbose ? .debug : .info)
         )
         try await daemon.run()
+    }
+
+    /// What the daemon would fail on at run time (a missing replay file, a hook or tool that is
+    /// not there, a shield that needs root), and what each shield will do.
+    static func preflight(_ c: DaemonConfiguration) -> (problems: [String], plan: [String]) {
+        var problems: [String] = []
+        var plan: [String] = []
+        let runner = CommandRunner()
+        if case .replay(let path, _) = c.input {
+            var info = stat()
+            if stat(path, &info) != 0 {
+                problems.append("input.replay: \(path): \(String(cString: strerror(errno)))")
+            } else if info.st_mode & S_IFMT != S_IFREG || access(path, R_OK) != 0 {
+                problems.append("input.replay: \(path): not a readable file")
+            }
+        }
+        func used(_ kind: Target.Kind) -> [String] {
+            c.policy.stores.filter { !$0.selection.targets.filter { $0.kind == kind }.isEmpty }.map(\.name)
+        }
+        let root = geteuid() == 0
+        if c.execShield {
+            if !root { problems.append("shields.exec: the exec shield needs root (fanotify)") }
+            plan.append(
+                "exec: denies running (to everyone) and opening (to all but root and the admin group) the "
+                    + "programs and desktop categories of \(Set(used(.executable) + used(.desktopCategory)).sorted().joined(separator: ", "))"
+            )
+        }
+        if let systemctl = c.systemctl {
+            if runner.resolve(systemctl) == nil {
+                problems.append("shields.systemd.systemctl: \(systemctl): not found")
+            }
+            plan.append("systemd: masks and stops the units of \(used(.systemdUnit).joined(separator: ", "))")
+        }
+        if let domains = c.domains {
+            let folder = String(domains.path[..<(domains.path.lastIndex(of: "/") ?? domains.path.startIndex)])
+            // A missing folder is created at start; something else in its place is not.
+            var isFolder: ObjCBool = false
+            if !folder.isEmpty, FileManager.default.fileExists(atPath: folder, isDirectory: &isFolder),
+                !isFolder.boolValue
+            {
+                problems.append("shields.domains.path: \(folder) is not a folder")
+            }
+            if let reload = domains.reload?.first, runner.resolve(reload) == nil {
+                problems.append("shields.domains.reload: \(reload): not found")
+            }
+            plan.append(
+                "domains: blocks the domains of \(used(.domain).joined(separator: ", ")) in \(domains.path) "
+                    + "(\(domains.format.rawValue) format\(domains.format == .hosts ? "; subdomains other than www. are not covered" : ""))"
+                    + (c.browserPolicies ? "; browsers' DNS over HTTPS kept off by policy" : ""))
+        }
+        if let nft = c.nftables {
+            if runner.resolve(nft.nft) == nil {
+                problems.append("shields.nftables.nft: \(nft.nft): not found (Debian package nftables)")
+            }
+            if !root { problems.append("shields.nftables: the nftables shield needs root") }
+            plan.append(
+                "nftables: refuses \(nft.users.map { $0.joined(separator: ", ") } ?? "every account from uid 1000 outside the admin group") "
+                    + "connections to the addresses of \(used(.domain).joined(separator: ", "))'s domains and to \(nft.resolvers.count) DoH resolvers"
+            )
+        }
+        for (name, hook) in c.hooks.sorted(by: { $0.key < $1.key }) {
+            if let program = hook.command.first, runner.resolve(program) == nil {
+                problems.append("shields.hooks.\(name).command: \(program): not found or not executable")
+            }
+            plan.append(
+                "hook \(name): runs \(hook.command.joined(separator: " ")) (timeout \(Int(hook.timeout)) s)")
+        }
+        for kind in Target.Kind.allCases where !used(kind).isEmpty {
+            let enforced: Bool
+            switch kind {
+            case .executable, .desktopCategory: enforced = c.execShield
+            case .systemdUnit: enforced = c.systemctl != nil
+            case .domain: enforced = c.domains != nil || c.nftables != nil
+            case .hook: enforced = !c.hooks.isEmpty
+            }
+            if !enforced {
+                problems.append(
+                    "policy: \(used(kind).joined(separator: ", ")) select \(kind.rawValue) targets but no shield enforces them "
+                        + "(they would stay locked with a failing shield)")
+            }
+        }
+        return (problems, plan)
     }
 
     /// The folders root keeps its files in: the state directory, the control socket's folder and

@@ -12,6 +12,11 @@ struct BrowserPoliciesTests {
 
     init() throws {
         root = try Fixtures.temporaryFolder().path
+        // Firefox, Chromium and Chrome are "installed" in this root; Brave and Edge are not.
+        for program in ["usr/bin/firefox", "usr/bin/chromium", "opt/google/chrome"] {
+            try FileManager.default.createDirectory(
+                atPath: root + "/" + program, withIntermediateDirectories: true)
+        }
     }
 
     private func read(_ path: String) -> String? { try? String(contentsOfFile: path, encoding: .utf8) }
@@ -27,6 +32,8 @@ struct BrowserPoliciesTests {
         #expect(policies.install().isEmpty)
         #expect(read(chromium) == "{\n  \"DnsOverHttpsMode\": \"off\"\n}\n")
         #expect(read(root + "/etc/opt/chrome/policies/managed/stepgate-dns.json") != nil)
+        // Brave is not installed: nothing is written for it.
+        #expect(!FileManager.default.fileExists(atPath: root + "/etc/brave"))
         let text = try #require(read(firefox))
         #expect(text.contains("\"DNSOverHTTPS\""))
         #expect(text.contains("\"Enabled\": false") && text.contains("\"Locked\": true"))

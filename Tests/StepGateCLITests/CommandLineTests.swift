@@ -285,14 +285,33 @@ struct CommandLineTests {
         let result = try stepgate("daemon", "--check", "--config", sample("stepgate.example.json"))
         #expect(result.status == 0, "\(result.standardError)")
         #expect(result.standardOutput.contains("stores: games"))
-        #expect(
-            result.standardOutput.contains(
-                "shields: exec, domains (hosts file /etc/hosts), hooks (pause-consoles)"))
+        #expect(result.standardOutput.contains("\n  domains: blocks the domains of games in /etc/hosts"))
+        #expect(result.standardOutput.contains("\n  hook journal: runs /usr/bin/logger -t stepgate-hook"))
         let bad = try temporaryFile(
             "d.json",
             #"{"input": {"replay": "x.csv"}, "policy": {"stores": {}}, "shields": {"exec": {"enabled": 1}}}"#)
         let failed = try stepgate("daemon", "--check", "--config", bad)
         #expect(failed.status == 1)
         #expect(failed.standardError.contains("shields.exec.enabled: expected true or false"))
+    }
+
+    /// `--check` finds what the daemon would fail on at run time, each with its key.
+    @Test func daemonCheckFindsRunTimeFailures() throws {
+        let config = try temporaryFile(
+            "run.json",
+            #"""
+            {"input": {"replay": "/nonexistent/walk.csv"},
+             "policy": {"stores": {"games":
+                {"selection": {"hooks": ["h"], "systemdUnits": ["x.service"]}}}},
+             "shields": {"hooks": {"h": {"command": ["/nonexistent/hook"]}},
+                         "nftables": {"nft": "/nonexistent/nft"}}}
+            """#)
+        let result = try stepgate("daemon", "--check", "--config", config)
+        #expect(result.status == 1)
+        #expect(result.standardError.contains("input.replay: /nonexistent/walk.csv: No such file or directory"))
+        #expect(result.standardError.contains("shields.hooks.h.command: /nonexistent/hook: not found or not executable"))
+        #expect(result.standardError.contains("shields.nftables.nft: /nonexistent/nft: not found"))
+        #expect(result.standardError.contains("policy: games select systemd-unit targets but no shield enforces them"))
+        #expect(!result.standardOutput.contains("valid"))
     }
 }

@@ -102,7 +102,7 @@ private func config(folder: URL, walk: String, speed: Double = 20, exec: String?
              "gate": {"goals": [{"steps": 50, "minutes": 1}]}}}},
           "stateDirectory": "\(folder.appendingPathComponent("state").path)",
           "controlSocket": "\(folder.appendingPathComponent("control.sock").path)",
-          "shields": {"domains": {"path": "\(folder.appendingPathComponent("hosts").path)"}\(execShield)}
+          "shields": {"domains": {"browserPolicies": false, "path": "\(folder.appendingPathComponent("hosts").path)"}\(execShield)}
         }
         """
 }
@@ -138,7 +138,7 @@ struct DaemonTests {
               "policy": {"stores": {"games": {"selection": {"domains": ["example.com"]},
                  "gate": {"goals": [{"steps": 50, "minutes": 1}]}}}},
               "stateDirectory": "\(state)", "controlSocket": "\(socket)",
-              "shields": {"domains": {"path": "\(hosts)"}}
+              "shields": {"domains": {"browserPolicies": false, "path": "\(hosts)"}}
             }
             """.write(toFile: config, atomically: true, encoding: .utf8)
             return (

@@ -86,7 +86,7 @@ private func shieldedConfig(
              "gate": {"goals": [{"steps": 50, "minutes": 1}]}}\(extraStores)}},
           "stateDirectory": "\(folder.appendingPathComponent("state").path)",
           "controlSocket": "\(folder.appendingPathComponent("control.sock").path)",
-          "shields": {"domains": {"path": "\(folder.appendingPathComponent("hosts").path)"}\(exec)\(hooks ?? "")}
+          "shields": {"domains": {"browserPolicies": false, "path": "\(folder.appendingPathComponent("hosts").path)"}\(exec)\(hooks ?? "")}
         }
         """
 }
@@ -223,7 +223,7 @@ struct GateAttackTests {
                           "gate": {"goals": [{"steps": 50, "minutes": 1}]}}}},
               "stateDirectory": "\(folder.appendingPathComponent("state").path)",
               "controlSocket": "\(folder.appendingPathComponent("control.sock").path)",
-              "shields": {"domains": {"path": "\(folder.appendingPathComponent("hosts").path)"},
+              "shields": {"domains": {"browserPolicies": false, "path": "\(folder.appendingPathComponent("hosts").path)"},
                           "hooks": {"fail": {"command": ["\(hook)"], "timeout": 5}}}
             }
             """
@@ -356,8 +356,12 @@ struct GateAttackTests {
         try makeHosts(folder)
         let root = folder.appendingPathComponent("root").path
         let config = shieldedConfig(folder: folder).replacingOccurrences(
-            of: #""shields": {"domains": {"path": ""#,
+            of: #""shields": {"domains": {"browserPolicies": false, "path": ""#,
             with: #""shields": {"domains": {"browserPolicyRoot": "\#(root)", "path": ""#)
+        for program in ["usr/bin/firefox", "usr/bin/chromium"] {
+            try FileManager.default.createDirectory(
+                atPath: root + "/" + program, withIntermediateDirectories: true)
+        }
         #expect(config.contains("browserPolicyRoot"))
         let daemon = try TestDaemon(folder: folder, config: config)
         defer { daemon.kill(SIGTERM) }

@@ -101,7 +101,7 @@ struct LiveIIOTests {
              "gate": {"goals": [{"steps": 100, "minutes": 5}]}}}},
           "stateDirectory": "\(folder.appendingPathComponent("state").path)",
           "controlSocket": "\(socket)",
-          "shields": {"domains": {"path": "\(hosts)"}}
+          "shields": {"domains": {"browserPolicies": false, "path": "\(hosts)"}}
         }
         """.write(toFile: config, atomically: true, encoding: .utf8)
         let feeder = Feeder(device, samples: samples)

@@ -17,7 +17,7 @@ import UnlockPolicy
 ///     "exec": { "enabled": true },
 ///     "systemd": { "systemctl": "systemctl" },
 ///     "domains": { "path": "/etc/hosts", "format": "hosts", "reload": ["systemctl", "reload", "dnsmasq"] },
-///     "hooks": { "pause-consoles": { "command": ["/usr/local/bin/pause-consoles"], "timeout": 30 } }
+///     "hooks": { "journal": { "command": ["/usr/bin/logger", "-t", "stepgate-hook"], "timeout": 30 } }
 ///   },
 ///   "messages": { "games": { "title": "Games are shielded", "subtitle": "Walk to unlock them." } }
 /// }
