@@ -20,7 +20,7 @@ public struct ScenarioError: Error, Hashable, Sendable, CustomStringConvertible 
 ///
 /// Each script line is one JSON object: a time (`at` or `after`) and one action (`steps`,
 /// `tick`, `lock`, `skip`, `emergency`, `setClock`, `syncClock`, `zone`, `restart`, `reboot`, `powerOff`,
-/// `shield`, `failPersist`, `failWakeUps`, `reload`, `status`, `expect`). The output is one JSON line
+/// `shield`, `failPersist`, `failWakeUps`, `failShields`, `reload`, `status`, `expect`). The output is one JSON line
 /// per effect and state change. Blank lines and lines starting with `#` or `//` are skipped.
 /// The format is documented in `docs/policy.md` ("Scenario scripts").
 public struct ScenarioRunner {
@@ -66,10 +66,12 @@ public struct ScenarioRunner {
 
     private static let actions = [
         "steps", "tick", "lock", "skip", "emergency", "setClock", "syncClock", "zone", "restart", "reboot",
-        "powerOff", "shield", "failPersist", "failWakeUps", "reload", "status", "expect",
+        "powerOff", "shield", "failPersist", "failWakeUps", "failShields", "reload", "status", "expect",
     ]
     /// What a script may do while the simulated machine is powered off.
-    private static let whilePoweredOff: Set<String> = ["setClock", "reboot", "failPersist", "failWakeUps"]
+    private static let whilePoweredOff: Set<String> = [
+        "setClock", "reboot", "failPersist", "failWakeUps", "failShields",
+    ]
 
     private mutating func runParsed(_ value: JSONValue, lineNumber: Int) throws(JSONPathError) -> [String] {
         let r = try JSONObjectReader(value, path: "")
@@ -206,6 +208,16 @@ public struct ScenarioRunner {
             }
             memory.failure = reason
             sim.stateStore = memory
+        case "failShields":
+            // The stores whose shields fail from now on (an empty list: none).
+            var failing: [String: String] = [:]
+            for store in try r.stringArray("failShields") {
+                guard configuration.store(named: store) != nil else {
+                    throw JSONPathError(path: "failShields", message: "no store named \"\(store)\"")
+                }
+                failing[store] = "simulated shield failure"
+            }
+            sim.failingShields = failing
         case "failWakeUps":
             sim.wakeUpFailure = try r.optionalString("failWakeUps")
         case "reload":

@@ -69,6 +69,8 @@ public struct PolicySimulator {
     public var stateStore: any PolicyStateStore
     /// When set, arming a wake-up fails with this reason.
     public var wakeUpFailure: String?
+    /// Stores whose shields fail (apply and remove), with the reason.
+    public var failingShields: [String: String] = [:]
     /// The targets the simulated shields enforce: every `apply` and `remove` actually carried out
     /// (not the ones dropped after a failed `persist` or `wakeUp`), corrected by shield reports.
     /// Shields do not survive a reboot.
@@ -227,50 +229,20 @@ public struct PolicySimulator {
     }
 
     private mutating func perform(_ effects: [PolicyEffect], depth: Int) -> [PolicyRecord] {
-        var records: [PolicyRecord] = []
-        let at = dateFromMillis(real)
-        let wall = dateFromMillis(real + wallOffset)
-        for effect in effects {
-            var failure: EffectFailure?
-            switch effect {
-            case .persist(let state):
-                do throws(PolicyStateError) {
-                    try stateStore.save(state)
-                } catch {
-                    failure = .persist(error.description)
-                }
-            case .wakeUp(_, let monotonic):
-                if let wakeUpFailure {
-                    failure = .wakeUp(wakeUpFailure)
-                    wakeUpFailed = true
-                } else {
-                    let (s, a) = monotonic.components
-                    pendingWake = s * 1000 + a / 1_000_000_000_000_000
-                    wakeUpFailed = false
-                }
-            case .apply(_, let selection, _):
-                enforced.formUnion(selection.targets)
-            case .remove(_, let selection):
-                enforced.subtract(selection.targets)
-            case .notify:
-                break
-            }
-            var record = PolicyRecord(at: at, wall: wall, effect: effect)
-            if let failure {
-                switch failure {
-                case .persist(let reason), .wakeUp(let reason): record.failure = reason
-                }
-                records.append(record)
-                wakeUpFailed = true  // the wake-up may be among the dropped effects
-                // The engine's answer supersedes the rest of this batch.
-                if depth < 4 {
-                    records += perform(engine.handle(.effectFailed(failure), at: instant), depth: depth + 1)
-                }
-                return records
-            }
-            records.append(record)
-        }
-        return records
+        var machine = SimulatedMachine(
+            stateStore: stateStore, wakeUpFailure: wakeUpFailure, failingShields: failingShields,
+            pendingWake: pendingWake, wakeUpFailed: wakeUpFailed, enforced: enforced,
+            at: dateFromMillis(real),
+            wall: dateFromMillis(real + wallOffset))
+        var engine = self.engine
+        let now = instant
+        PolicyDriver.perform(effects, in: &machine, handle: { engine.handle($0, at: now) })
+        self.engine = engine
+        stateStore = machine.stateStore
+        pendingWake = machine.pendingWake
+        wakeUpFailed = machine.wakeUpFailed
+        enforced = machine.enforced
+        return machine.records
     }
 }
 
@@ -316,5 +288,62 @@ public struct PolicyReplay {
     private func date(_ offset: Duration) -> Date {
         let (s, a) = offset.components
         return dateFromMillis(start + s * 1000 + a / 1_000_000_000_000_000)
+    }
+}
+
+/// The simulated machine's side of the effects: the state store, the wake-up timer and the
+/// shields, carried out by ``PolicyDriver`` by the same rules as the daemon's.
+struct SimulatedMachine: PolicyEnvironment {
+    var stateStore: any PolicyStateStore
+    var wakeUpFailure: String?
+    var failingShields: [String: String]
+    var pendingWake: Int64?
+    var wakeUpFailed: Bool
+    var enforced: Set<Target>
+    let at: Date
+    let wall: Date
+    var records: [PolicyRecord] = []
+
+    mutating func persist(_ state: PolicyState) -> String? {
+        do throws(PolicyStateError) {
+            try stateStore.save(state)
+            return nil
+        } catch {
+            return error.description
+        }
+    }
+
+    mutating func armWakeUp(at date: Date, monotonic: Duration) -> String? {
+        if let wakeUpFailure { return wakeUpFailure }
+        let (s, a) = monotonic.components
+        pendingWake = s * 1000 + a / 1_000_000_000_000_000
+        wakeUpFailed = false
+        return nil
+    }
+
+    mutating func notify(_ notice: PolicyNotice) {}
+
+    mutating func apply(store: String, selection: Selection, owners: [String], until: Date?) -> String? {
+        if let reason = failingShields[store] { return reason }
+        enforced.formUnion(selection.targets)
+        return nil
+    }
+
+    mutating func remove(store: String, selection: Selection) -> String? {
+        if let reason = failingShields[store] { return reason }
+        enforced.subtract(selection.targets)
+        return nil
+    }
+
+    mutating func carriedOut(_ effect: PolicyEffect, failure: String?) {
+        var record = PolicyRecord(at: at, wall: wall, effect: effect)
+        record.failure = failure
+        records.append(record)
+        switch effect {
+        case .persist, .wakeUp:
+            // The wake-up may be among the effects the engine's answer drops.
+            if failure != nil { wakeUpFailed = true }
+        default: break
+        }
     }
 }

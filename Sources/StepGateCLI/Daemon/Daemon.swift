@@ -344,51 +344,61 @@ final class Daemon {
     /// Carries out effects in order. A failed persist stops the batch and tells the engine, whose
     /// answer (locked again) is carried out instead. A failed shield does not stop the batch:
     /// every other store's effects still run, and the failures are reported after it.
-    private func perform(_ effects: [PolicyEffect], depth: Int = 0) {
-        guard depth < 8 else {
-            log.error("the policy kept failing; giving up on this batch until the next tick")
-            return
-        }
-        var failed: [(store: String, message: String)] = []
-        for effect in effects {
-            let now = SystemClock.now()
-            switch effect {
-            case .persist(let state):
-                do {
-                    try stateStore.save(state)
-                } catch {
-                    log.error("cannot save the state: \(error)")
-                    perform(
-                        engine.handle(.effectFailed(.persist(error.description)), at: now), depth: depth + 1)
-                    return
-                }
-            case .wakeUp(_, let monotonic):
-                wake.arm(monotonic)
-            case .notify(let notice):
-                log.log(
-                    notice.kind == .failClosed || notice.kind == .shieldFailed ? .warning : .notice,
-                    notice.description)
-                notifyDesktop(notice)
-            case .apply(let store, let selection, let owners):
-                let until = engine.status(at: now).stores.first { $0.name == store }?.unlockedUntil
-                let errors = shields.apply(
-                    selection,
-                    context: ShieldContext(store: store, selection: selection, owners: owners, until: until))
-                if let message = record(errors, store: store, action: "apply") {
-                    failed.append((store, message))
-                }
-            case .remove(let store, let selection):
-                let errors = shields.remove(
-                    selection, context: ShieldContext(store: store, selection: selection))
-                if let message = record(errors, store: store, action: "remove") {
-                    failed.append((store, message))
-                }
+    /// Carries out a batch of the engine's effects on this machine, by the rules every
+    /// environment shares (``PolicyDriver``): a failed save or timer supersedes the batch, a
+    /// failing shield does not hold up the others and is reported after it.
+    private func perform(_ effects: [PolicyEffect]) {
+        var environment = SystemEnvironment(daemon: self)
+        PolicyDriver.perform(
+            effects, in: &environment,
+            handle: { self.engine.handle($0, at: SystemClock.now()) },
+            until: { store in
+                self.engine.status(at: SystemClock.now()).stores.first { $0.name == store }?.unlockedUntil
+            })
+    }
+
+    /// The system side of the effects: the state file, the wake-up timer, the journal and the
+    /// desktop, and the shields.
+    private struct SystemEnvironment: PolicyEnvironment {
+        let daemon: Daemon
+
+        func persist(_ state: PolicyState) -> String? {
+            do {
+                try daemon.stateStore.save(state)
+                return nil
+            } catch {
+                daemon.log.error("cannot save the state: \(error)")
+                return error.description
             }
         }
-        for (store, message) in failed {
-            perform(
-                engine.handle(.shieldReport(store: store, .failed(message)), at: SystemClock.now()),
-                depth: depth + 1)
+
+        func armWakeUp(at date: Date, monotonic: Duration) -> String? {
+            daemon.wake.arm(monotonic)
+            return nil
+        }
+
+        func notify(_ notice: PolicyNotice) {
+            daemon.log.log(
+                notice.kind == .failClosed || notice.kind == .shieldFailed ? .warning : .notice,
+                notice.description)
+            daemon.notifyDesktop(notice)
+        }
+
+        func apply(store: String, selection: Selection, owners: [String], until: Date?) -> String? {
+            let errors = daemon.shields.apply(
+                selection,
+                context: ShieldContext(store: store, selection: selection, owners: owners, until: until))
+            return daemon.record(errors, store: store, action: "apply")
+        }
+
+        func remove(store: String, selection: Selection) -> String? {
+            let errors = daemon.shields.remove(
+                selection, context: ShieldContext(store: store, selection: selection))
+            return daemon.record(errors, store: store, action: "remove")
+        }
+
+        func gaveUp() {
+            daemon.log.error("the policy kept failing; giving up on this batch until the next tick")
         }
     }
 
