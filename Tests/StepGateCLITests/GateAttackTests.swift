@@ -240,6 +240,36 @@ struct GateAttackTests {
         #expect(daemon.hostsBlocked, "games relocked in the same batch as a failing store stayed open")
     }
 
+    /// A slow hook (timeouts up to an hour are accepted) holds up neither the loop nor another
+    /// shield: status answers at once and the domain block is written while the hook still runs.
+    @Test func aSlowHookHoldsUpNothingElse() throws {
+        let folder = try Fixtures.temporaryFolder()
+        try makeHosts(folder)
+        let config = """
+            {
+              "input": {"replay": "\(sample("drive-wrist-0.csv"))", "speed": 1},
+              "policy": {"stores": {
+                "a": {"selection": {"hooks": ["slow"]}, "gate": {"goals": [{"steps": 50, "minutes": 1}]}},
+                "games": {"selection": {"domains": ["example.com"]},
+                          "gate": {"goals": [{"steps": 50, "minutes": 1}]}}}},
+              "stateDirectory": "\(folder.appendingPathComponent("state").path)",
+              "controlSocket": "\(folder.appendingPathComponent("control.sock").path)",
+              "shields": {"domains": {"browserPolicies": false, "path": "\(folder.appendingPathComponent("hosts").path)"},
+                          "hooks": {"slow": {"command": ["/bin/sleep", "15"], "timeout": 60}}}
+            }
+            """
+        let started = Date()
+        let daemon = try TestDaemon(folder: folder, config: config)
+        defer { daemon.kill(SIGTERM) }
+        // TestDaemon returns once status answers; with the hook on the loop that took 20 s.
+        #expect(Date().timeIntervalSince(started) < 10, "status waited for the hook")
+        try daemon.wait(5, for: "the domain block while the hook runs") { _ in daemon.hostsBlocked }
+        let asked = Date()
+        _ = try daemon.status()
+        #expect(Date().timeIntervalSince(asked) < 2)
+        #expect(Date().timeIntervalSince(started) < 15)
+    }
+
     /// The launch guard's question never makes the daemon touch a path the client chose: a path
     /// into a hung file system (a FUSE mount that never answers) must not freeze the daemon.
     @Test(.enabled(if: getuid() == 0 && access("/dev/fuse", R_OK | W_OK) == 0, "needs root and /dev/fuse"))

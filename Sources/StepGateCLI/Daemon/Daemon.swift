@@ -22,6 +22,8 @@ enum DaemonEvent: Sendable {
     case inputEnded(String?)
     /// Something a shield enforces changed on disk (a program was replaced): recheck now.
     case shieldsChanged
+    /// A shield finished an operation (see ``ShieldWorkers``).
+    case shieldOutcome(ShieldOutcome)
 }
 
 /// The loop's inbox. Nothing the gate needs can be dropped: steps add up, ticks, signals and
@@ -36,6 +38,8 @@ final class Inbox: Sendable {
         var shieldsChanged = false
         var inputEnded: String??
         var requests: [ControlRequest] = []
+        /// Bounded by the daemon's own operations (a few per shield and store per tick).
+        var outcomes: [ShieldOutcome] = []
     }
     private let pending = Mutex(Pending())
     private let doorbell: AsyncStream<Void>.Continuation
@@ -56,18 +60,20 @@ final class Inbox: Sendable {
             case .signal(let number): p.stop = p.stop ?? number
             case .inputEnded(let reason): p.inputEnded = .some(reason)
             case .shieldsChanged: p.shieldsChanged = true
+            case .shieldOutcome(let outcome): p.outcomes.append(outcome)
             }
         }
         doorbell.yield()
     }
 
-    /// Everything posted since the last call, most urgent first: stop, reload, shield changes,
-    /// ticks, steps, the input's end, then requests in arrival order.
+    /// Everything posted since the last call, most urgent first: stop, reload, shield outcomes
+    /// and changes, ticks, steps, the input's end, then requests in arrival order.
     func take() -> [DaemonEvent] {
         pending.withLock { p in
             var events: [DaemonEvent] = []
             if let number = p.stop { events.append(.signal(number)) }
             if p.reload { events.append(.signal(SIGHUP)) }
+            events += p.outcomes.map { .shieldOutcome($0) }
             if p.shieldsChanged { events.append(.shieldsChanged) }
             if p.tick { events.append(.tick) }
             if p.steps > 0 { events.append(.steps(p.steps)) }
@@ -114,7 +120,17 @@ final class Daemon {
     private var stateStore: FilePolicyStateStore
     private var shields: ShieldSet
     /// Why each store's shield is failing now (from an apply, a remove or a recheck).
-    private var shieldFailures: [String: String] = [:]
+    /// Shield failures per store, by shield and source ("exec:change", "exec:recheck"): a
+    /// recheck that finds nothing wrong clears only what a recheck found.
+    private var failures: [String: [String: String]] = [:]
+    /// The shields' queues (set up once the shields are made).
+    private var workers: ShieldWorkers!
+
+    /// A store's shield failures in one line; nil when there are none.
+    private func shieldFailure(_ store: String) -> String? {
+        guard let entries = failures[store], !entries.isEmpty else { return nil }
+        return entries.keys.sorted().compactMap { entries[$0] }.joined(separator: "; ")
+    }
     private let wake = WakeUp()
     private let input = InputStatistics()
     private var inputState = "starting"
@@ -144,6 +160,8 @@ final class Daemon {
         engine = PolicyEngine(configuration: configuration.policy, restoring: loaded, systemZone: lastZone)
         shields = ShieldSet([])
         shields = makeShields(configuration)
+        let inbox = inbox
+        workers = ShieldWorkers(shields) { inbox.post(.shieldOutcome($0)) }
         resolveExecutables()
         updateBrowserPolicies()
     }
@@ -265,7 +283,8 @@ final class Daemon {
         // The shields are decided: the exec shield answers (an adopted group's queued opens
         // too), and its group goes to systemd's store, so a restart or a crash leaves the marks
         // in place (opens wait for the next instance instead of going through).
-        for case let exec as ExecDenyShield in shields.shields {
+        let log = log
+        workers.afterQueuedOnExecShield { exec in
             exec.startAnswering()
             if notifySystemd(
                 "FDSTORE=1\nFDNAME=\(SystemdDescriptors.execShield)", descriptors: [exec.groupDescriptor])
@@ -273,12 +292,12 @@ final class Daemon {
                 log.info("exec shield: fanotify group kept in systemd's file descriptor store")
             }
         }
-
         let timer = Task { [wake] in await Daemon.runTimer(wake, inbox) }
         defer { timer.cancel() }
         let inputTask = startInput()
         defer { inputTask.cancel() }
-        notifySystemd("READY=1\nSTATUS=enforcing")
+        // Ready once the first applies are done; the loop serves status meanwhile.
+        workers.whenDone { notifySystemd("READY=1\nSTATUS=enforcing") }
         log.notice(
             "started: \(configuration.policy.stores.count) stores, control socket \(configuration.controlSocket)"
         )
@@ -299,6 +318,8 @@ final class Daemon {
                     perform(engine.handle(.tick, at: SystemClock.now()))
                 case .shieldsChanged:
                     recheckShields()
+                case .shieldOutcome(let outcome):
+                    handle(outcome)
                 case .request(let request):
                     answer(request)
                 case .signal(SIGHUP):
@@ -312,6 +333,9 @@ final class Daemon {
                         log.error("cannot save the state on exit: \(error)")
                     }
                     notifySystemd("STOPPING=1")
+                    if !workers.drain(timeout: .seconds(5)) {
+                        log.warning("a shield was still busy when the daemon stopped")
+                    }
                     inbox.finish()
                     return
                 case .inputEnded(let reason):
@@ -385,16 +409,13 @@ final class Daemon {
         }
 
         func apply(store: String, selection: Selection, owners: [String], until: Date?) -> String? {
-            let errors = daemon.shields.apply(
-                selection,
+            daemon.workers.run(
+                .apply, selection,
                 context: ShieldContext(store: store, selection: selection, owners: owners, until: until))
-            return daemon.record(errors, store: store, action: "apply")
         }
 
         func remove(store: String, selection: Selection) -> String? {
-            let errors = daemon.shields.remove(
-                selection, context: ShieldContext(store: store, selection: selection))
-            return daemon.record(errors, store: store, action: "remove")
+            daemon.workers.run(.remove, selection, context: ShieldContext(store: store, selection: selection))
         }
 
         func gaveUp() {
@@ -402,29 +423,28 @@ final class Daemon {
         }
     }
 
-    /// Records a store's shield failures; the message when there were any.
-    private func record(_ errors: [ShieldError], store: String, action: String) -> String? {
-        guard !errors.isEmpty else {
-            shieldFailures[store] = nil
-            return nil
+    /// A shield finished an operation: keep its failure (or clear it) and tell the engine about a
+    /// failure, which keeps the store locked, retries and says why.
+    private func handle(_ outcome: ShieldOutcome) {
+        let key = "\(outcome.shield):\(outcome.action == .recheck ? "recheck" : "change")"
+        let before = failures[outcome.store]?[key]
+        failures[outcome.store, default: [:]][key] = outcome.error
+        if failures[outcome.store]?.isEmpty == true { failures[outcome.store] = nil }
+        guard let message = outcome.error else {
+            if before != nil { log.notice("\(outcome.store): \(outcome.shield) shield in force again") }
+            return
         }
-        let message = errors.map(\.description).joined(separator: "; ")
-        shieldFailures[store] = message
-        log.error("\(store): cannot \(action): \(message)")
-        return message
+        if before != message {
+            log.error(
+                "\(outcome.store): \(outcome.shield) shield: cannot \(outcome.action.rawValue): \(message)")
+        }
+        perform(engine.handle(.shieldReport(store: outcome.store, .failed(message)), at: SystemClock.now()))
     }
 
-    /// Checks that every shielded store's shields are still in force (a replaced program is
-    /// marked again here); what cannot be mended is reported to the engine, which keeps the
-    /// store locked, retries and says why.
+    /// Checks that every store's shields are still in force (a replaced program is marked again
+    /// there), on the shields' own queues; problems come back as outcomes.
     private func recheckShields() {
-        let problems = shields.recheck()
-        for (store, errors) in problems.sorted(by: { $0.key < $1.key }) {
-            let message = errors.map(\.description).joined(separator: "; ")
-            if shieldFailures[store] != message { log.error("\(store): shield not in force: \(message)") }
-            shieldFailures[store] = message
-            perform(engine.handle(.shieldReport(store: store, .failed(message)), at: SystemClock.now()))
-        }
+        workers.recheck(stores: configuration.policy.stores.map(\.name))
     }
 
     private func notifyDesktop(_ notice: PolicyNotice) {
@@ -522,7 +542,7 @@ final class Daemon {
             line.add("unlocksToday", s.unlocksToday)
             if let cap = s.dailyUnlockCap { line.add("dailyUnlockCap", cap) }
             if let note = s.note { line.add("note", note) }
-            line.add("shieldHealth", shieldFailures[s.name] ?? "ok")
+            line.add("shieldHealth", shieldFailure(s.name) ?? "ok")
             stores.append(line.string)
         }
         let counts = input.counts.withLock { $0 }

@@ -1,0 +1,143 @@
+import Dispatch
+import Glibc
+import Shields
+import Synchronization
+import UnlockPolicy
+
+/// What one shield's operation came to, posted back to the loop.
+struct ShieldOutcome: Sendable {
+    enum Action: String, Sendable {
+        case apply, remove, recheck
+    }
+    var store: String
+    var shield: String
+    var action: Action
+    /// The failure; `nil` when it worked.
+    var error: String?
+}
+
+/// Carries out the shields' work off the daemon's loop: each shield has a serial queue of its
+/// own, so a slow one (a hook with a long timeout, a stalled reload command) delays neither the
+/// loop — status, steps, timers — nor another shield, and never another store's relock through
+/// another shield. Operations of one shield stay in order (apply then remove). Results come back
+/// to the loop as ``ShieldOutcome`` events.
+///
+/// A shield object is only ever touched on its own queue once the workers start.
+final class ShieldWorkers: Sendable {
+    private final class Worker: @unchecked Sendable {
+        // Touched only on `queue` (the invariant that makes this box sendable).
+        let shield: any Shield
+        let name: String
+        let kinds: Set<Target.Kind>
+        let queue: DispatchQueue
+        /// A recheck is queued and not yet run (another one is not queued behind it).
+        let recheckPending = Atomic<Bool>(false)
+        /// Operations queued and not finished.
+        let queued = Atomic<Int>(0)
+
+        init(_ shield: any Shield) {
+            self.shield = shield
+            name = shield.name
+            kinds = shield.kinds
+            queue = DispatchQueue(label: "stepgate-shield-\(shield.name)")
+        }
+    }
+
+    private let workers: [Worker]
+    private let post: @Sendable (ShieldOutcome) -> Void
+    /// Target kinds no shield enforces.
+    let unenforcedKinds: Set<Target.Kind>
+
+    init(_ set: ShieldSet, post: @escaping @Sendable (ShieldOutcome) -> Void) {
+        workers = set.shields.map(Worker.init)
+        unenforcedKinds = set.unenforcedKinds
+        self.post = post
+    }
+
+    /// Queues `apply` (or `remove`) of the selection's targets on each shield that enforces
+    /// them. Returns at once: the failure of a target kind no shield enforces (known now), or
+    /// `nil`; what the shields do comes back as outcomes.
+    func run(_ action: ShieldOutcome.Action, _ selection: Selection, context: ShieldContext) -> String? {
+        let targets = selection.targets
+        for worker in workers {
+            let part = targets.filter { worker.kinds.contains($0.kind) }.sorted()
+            guard !part.isEmpty else { continue }
+            worker.queued.add(1, ordering: .relaxed)
+            let post = post
+            worker.queue.async {
+                defer { worker.queued.subtract(1, ordering: .relaxed) }
+                var failure: String?
+                do throws(ShieldError) {
+                    if action == .apply {
+                        try worker.shield.apply(part, context: context)
+                    } else {
+                        try worker.shield.remove(part, context: context)
+                    }
+                } catch {
+                    failure = error.description
+                }
+                post(ShieldOutcome(store: context.store, shield: worker.name, action: action, error: failure))
+            }
+        }
+        guard action == .apply else { return nil }
+        let missing = targets.filter { unenforcedKinds.contains($0.kind) }.sorted()
+        guard !missing.isEmpty else { return nil }
+        return missing.map { "no shield enforces \($0.kind.rawValue) targets on this machine (\($0.value))" }
+            .joined(separator: "; ")
+    }
+
+    /// Queues a recheck on every shield that has none waiting; each store's problem (or its
+    /// recovery) comes back as an outcome.
+    func recheck(stores: [String]) {
+        for worker in workers where !worker.recheckPending.exchange(true, ordering: .relaxed) {
+            let post = post
+            worker.queued.add(1, ordering: .relaxed)
+            worker.queue.async {
+                defer { worker.queued.subtract(1, ordering: .relaxed) }
+                worker.recheckPending.store(false, ordering: .relaxed)
+                let problems = worker.shield.recheck()
+                for store in stores {
+                    post(
+                        ShieldOutcome(
+                            store: store, shield: worker.name, action: .recheck,
+                            error: problems[store]?.description))
+                }
+            }
+        }
+    }
+
+    /// Runs `body` on the exec shield's queue, after what is queued there.
+    func afterQueuedOnExecShield(_ body: @escaping @Sendable (ExecDenyShield) -> Void) {
+        for worker in workers {
+            worker.queue.async {
+                if let shield = worker.shield as? ExecDenyShield { body(shield) }
+            }
+        }
+    }
+
+    /// Calls `body` (on another thread) once every shield has done what is queued now.
+    func whenDone(_ body: @escaping @Sendable () -> Void) {
+        let group = DispatchGroup()
+        for worker in workers {
+            group.enter()
+            worker.queue.async { group.leave() }
+        }
+        group.notify(queue: .global(), execute: body)
+    }
+
+    /// Waits up to `timeout` for the queued operations to finish (at shutdown); whether they did.
+    func drain(timeout: Duration) -> Bool {
+        let deadline = ContinuousClock.now + timeout
+        while workers.contains(where: { $0.queued.load(ordering: .relaxed) > 0 }) {
+            if ContinuousClock.now >= deadline { return false }
+            usleepFor(.milliseconds(10))
+        }
+        return true
+    }
+
+    private func usleepFor(_ duration: Duration) {
+        let (seconds, attoseconds) = duration.components
+        var request = timespec(tv_sec: Int(seconds), tv_nsec: Int(attoseconds / 1_000_000_000))
+        nanosleep(&request, nil)
+    }
+}
