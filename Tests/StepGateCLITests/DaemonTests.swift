@@ -221,6 +221,30 @@ struct DaemonTests {
         #expect(third.log.contains("<5>stopping: saving state"))
     }
 
+    /// `status` never contradicts itself: today's steps are counted before the gate is given
+    /// them, so "steps today" is never below the steps a gate has counted since its lock.
+    @Test func stepsTodayNeverLagBehindTheGate() throws {
+        let folder = try Fixtures.temporaryFolder()
+        try "127.0.0.1 localhost\n".write(
+            toFile: folder.appendingPathComponent("hosts").path, atomically: true, encoding: .utf8)
+        let daemon = try TestDaemon(
+            folder: folder,
+            config: config(folder: folder, walk: sample("walk-front-pocket-303.csv"), speed: 2))
+        defer { daemon.kill(SIGTERM) }
+        var checked = 0
+        let deadline = Date().addingTimeInterval(15)
+        while Date() < deadline {
+            let status = try daemon.status()
+            let today = status["stepsToday"] as? Int ?? -1
+            let gate = (status["stores"] as? [[String: Any]])?.first?["steps"] as? Int ?? 0
+            #expect(today >= gate, "status says \(today) steps today but the gate counted \(gate)")
+            if gate > 0 { checked += 1 }
+            if today >= gate && gate >= 50 { break }
+            usleep(20_000)
+        }
+        #expect(checked > 0, "the walk never reached the gate")
+    }
+
     @Test func relocksOnTimeWhileRunning() throws {
         let folder = try Fixtures.temporaryFolder()
         let daemon = try TestDaemon(

@@ -685,13 +685,13 @@ final class Daemon {
                     detector.process(sample) { _ in }
                     samples += 1
                     let new = detector.count - before
-                    if new > 0 {
-                        ledger.add(new)
-                        inbox.post(.steps(new))
-                    }
+                    if new > 0 { ledger.add(new) }
+                    // Counted before the steps are posted: `status` never shows fewer steps today
+                    // than a gate has been given.
                     if samples & 63 == 0 || new > 0 {
                         statistics.counts.withLock { $0 = (samples, detector.count, ledger.steps) }
                     }
+                    if new > 0 { inbox.post(.steps(new)) }
                     if new > 0 && ContinuousClock.now - lastSave > .seconds(10) {
                         do { try ledger.save() } catch { log.warning("\(error)") }
                         lastSave = .now
@@ -732,6 +732,9 @@ final class Daemon {
             let due = start + .nanoseconds(Int64(Double(sample.timestamp &- origin) / speed))
             if due > ContinuousClock.now + .milliseconds(20) {
                 if pending > 0 {
+                    // Counted before the steps are posted: `status` never shows fewer steps
+                    // today than a gate has been given.
+                    statistics.counts.withLock { $0 = (samples, detector.count, detector.count) }
                     inbox.post(.steps(pending))
                     pending = 0
                 }
@@ -745,8 +748,8 @@ final class Daemon {
                 statistics.counts.withLock { $0 = (samples, detector.count, detector.count) }
             }
         }
-        if pending > 0 { inbox.post(.steps(pending)) }
         statistics.counts.withLock { $0 = (samples, detector.count, detector.count) }
+        if pending > 0 { inbox.post(.steps(pending)) }
     }
 }
 
