@@ -559,7 +559,12 @@ final class Daemon {
             let seconds = Double((due - now.monotonic).components.seconds)
             line.add("nextChange", formatter.string(from: now.wall.addingTimeInterval(max(0, seconds))))
         }
-        let missing = shields.unenforcedKinds.map(\.rawValue).sorted()
+        // Only kinds some store selects: a machine without the exec shield is not worth a word
+        // when no store names a program.
+        let used = configuration.policy.stores.reduce(into: Set<Target.Kind>()) { kinds, store in
+            kinds.formUnion(store.selection.targets.map(\.kind))
+        }
+        let missing = shields.unenforcedKinds.intersection(used).map(\.rawValue).sorted()
         if !missing.isEmpty {
             line.addRaw("unenforcedKinds", "[" + missing.map(JSONLine.quoted).joined(separator: ",") + "]")
         }
