@@ -105,10 +105,18 @@ public enum StepGate {
 
     static func usage(for c: CommandConfiguration) -> String {
         var parts = ["stepgate", c.commandName]
-        for argument in c.arguments {
+        // Arguments after `--` (a program and its arguments) come last: options after them
+        // would be passed to the program.
+        let (trailing, leading) = (
+            c.arguments.filter { $0.name.hasPrefix("--") }, c.arguments.filter { !$0.name.hasPrefix("--") }
+        )
+        for argument in leading {
             parts.append(argument.isOptional ? "[\(argument.name)]" : argument.name)
         }
         for option in c.options { parts.append(option.isRequired ? option.synopsis : "[\(option.synopsis)]") }
+        for argument in trailing {
+            parts.append(argument.isOptional ? "[\(argument.name)]" : argument.name)
+        }
         return parts.joined(separator: " ")
     }
 
