@@ -283,7 +283,8 @@ public struct RecordingReader: Sendable {
         if FormatDetection.isBinary(headerLine) {
             throw RecordingError(
                 kind: .notText, path: path, line: headerLineNumber,
-                expected: "CSV text (a StepGate, Bangle.js, Oxford, phyphox, Sensor Logger or Physics Toolbox export)",
+                expected:
+                    "CSV text (a StepGate, Bangle.js, Oxford, phyphox, Sensor Logger or Physics Toolbox export)",
                 found: "binary data")
         }
         let detected = try FormatDetection.detect(

@@ -1,3 +1,4 @@
+import CLinux
 import Foundation
 
 /// What happens, when a store is shielded, to its programs that are already running.

@@ -67,7 +67,10 @@ struct Bench: Command {
             let key = rate == 100 ? "detector_ns_per_sample_100hz" : "detector_ns_per_sample_12_5hz"
             figures.add(key, ns, decimals: 2)
             rows.append(
-                ("detector, \(formatFixed(rate, decimals: 1)) Hz input", "\(formatFixed(ns, decimals: 1)) ns/sample"))
+                (
+                    "detector, \(formatFixed(rate, decimals: 1)) Hz input",
+                    "\(formatFixed(ns, decimals: 1)) ns/sample"
+                ))
             if !json {
                 out.line(
                     "detector, \(formatFixed(rate, decimals: 1)) Hz synthetic walk, \(samples.count) samples: "
@@ -117,12 +120,17 @@ struct Bench: Command {
         if let largest = files.max(by: { Bench.size($0) < Bench.size($1) }) {
             let inProcess = try bestThrowing(repeats) { _ = try countSteps(inFile: largest) } / 1e6
             figures.add("replay_in_process_ms", inProcess, decimals: 2)
-            rows.append(("`stepgate replay` of `\(largest)`, in process", "\(formatFixed(inProcess, decimals: 1)) ms"))
+            rows.append(
+                ("`stepgate replay` of `\(largest)`, in process", "\(formatFixed(inProcess, decimals: 1)) ms")
+            )
             if !json { out.line("replay \(largest) in process: \(formatFixed(inProcess, decimals: 2)) ms") }
             if let whole = try Bench.wholeProcessMilliseconds(file: largest, repeats: repeats) {
                 figures.add("replay_whole_process_ms", whole, decimals: 2)
                 rows.append(
-                    ("`stepgate replay` of `\(largest)`, whole process", "\(formatFixed(whole, decimals: 1)) ms"))
+                    (
+                        "`stepgate replay` of `\(largest)`, whole process",
+                        "\(formatFixed(whole, decimals: 1)) ms"
+                    ))
                 if !json {
                     out.line(
                         "replay \(largest) as a whole 'stepgate replay' process: \(formatFixed(whole, decimals: 2)) ms"

@@ -150,7 +150,8 @@ struct Eval: Command {
         }
         var text = "| figure | value |\n|---|---:|\n"
         if let mape = summary.walkMAPE {
-            text += "| walks MAPE (\(plural(summary.walkCount, "walk"))) | \(formatFixed(mape, decimals: 2)) % |\n"
+            text +=
+                "| walks MAPE (\(plural(summary.walkCount, "walk"))) | \(formatFixed(mape, decimals: 2)) % |\n"
             for p in summary.placements {
                 text += "| — \(p.placement) (\(p.count)) | \(formatFixed(p.mape, decimals: 2)) % |\n"
             }

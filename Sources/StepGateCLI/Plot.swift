@@ -22,8 +22,11 @@ struct Plot: Command {
             .option("from", "seconds", help: "Start of the window (default 0)."),
             .option("to", "seconds", help: "End of the window (default: the end)."),
             .option("format", "format", help: "Recording format (default: detected)."),
-            .option("output", "file", help: "SVG file to write (default: the recording's name with .svg, in the current folder).")
-                .short("o"),
+            .option(
+                "output", "file",
+                help: "SVG file to write (default: the recording's name with .svg, in the current folder)."
+            )
+            .short("o"),
         ]
     )
 

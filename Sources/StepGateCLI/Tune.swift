@@ -277,7 +277,9 @@ struct Tune: Command {
         guard let object, object is [String: Any] else {
             throw ParameterSpaceError(
                 path: path,
-                message: "expected a JSON object of parameters at the top level, found \(object.map(jsonText) ?? "nothing")")
+                message:
+                    "expected a JSON object of parameters at the top level, found \(object.map(jsonText) ?? "nothing")"
+            )
         }
         return try ParameterSpace.parse(json: Data(bytes), path: path)
     }

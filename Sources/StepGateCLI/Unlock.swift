@@ -6,7 +6,8 @@ struct Unlock: Command {
         arguments: [ArgumentHelp("<store>", help: "The store to unlock.")],
         options: [
             .flag(
-                "emergency", help: "This is an emergency unlock, and it uses one of the week's.", required: true),
+                "emergency", help: "This is an emergency unlock, and it uses one of the week's.",
+                required: true),
             ControlDefaults.socketOption, .flag("json", help: "Print the daemon's answer as JSON."),
         ]
     )

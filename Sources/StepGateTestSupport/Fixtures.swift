@@ -42,11 +42,13 @@ public struct ProcessResult: Sendable {
 }
 
 /// Runs an executable with arguments and collects its output.
-public func runProcess(_ executable: URL, _ arguments: [String], input: String? = nil) throws -> ProcessResult
-{
+public func runProcess(
+    _ executable: URL, _ arguments: [String], input: String? = nil, directory: URL? = nil
+) throws -> ProcessResult {
     let process = Process()
     process.executableURL = executable
     process.arguments = arguments
+    if let directory { process.currentDirectoryURL = directory }
     let out = Pipe()
     let err = Pipe()
     process.standardOutput = out

@@ -80,7 +80,8 @@ public enum LabelledSet {
                 path: path, line: 1,
                 message: "missing column '\(required)' (found: \(found)); expected a manifest with the "
                     + "columns \(requiredColumns.joined(separator: ", ")) (a recording is not a labelled set: "
-                    + "put it in a folder whose file names carry the true count, or count it with 'stepgate replay')")
+                    + "put it in a folder whose file names carry the true count, or count it with 'stepgate replay')"
+            )
         }
         func index(_ name: String) -> Int? { columns.firstIndex(of: name) }
         var recordings: [LabelledRecording] = []

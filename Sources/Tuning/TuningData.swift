@@ -113,7 +113,8 @@ public enum LabelledSets {
                     throw LabelledSetError(
                         path: set,
                         message: "not a text manifest: expected a CSV manifest (columns "
-                            + "\(LabelledSet.requiredColumns.joined(separator: ", "))…) or a folder, found binary data")
+                            + "\(LabelledSet.requiredColumns.joined(separator: ", "))…) or a folder, found binary data"
+                    )
                 }
                 recordings += try LabelledSet.manifest(text: text, path: set)
             }

@@ -91,7 +91,9 @@ public struct ScenarioRunner {
             guard seconds >= 0, seconds < 1.0e10 else {
                 throw JSONPathError(
                     path: "after",
-                    message: "expected seconds in 0...10000000000 (about 317 years), found \(seconds.rounded() == seconds && abs(seconds) < 1e18 ? String(Int64(seconds)) : "\(seconds)")")
+                    message:
+                        "expected seconds in 0...10000000000 (about 317 years), found \(seconds.rounded() == seconds && abs(seconds) < 1e18 ? String(Int64(seconds)) : "\(seconds)")"
+                )
             }
             guard let sim = simulator else {
                 throw JSONPathError(path: "after", message: "the first line needs an \"at\" time")

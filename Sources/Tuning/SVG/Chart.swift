@@ -255,7 +255,8 @@ public enum Charts {
             width: 1200, height: 600, title: title, xRange: t0...t1,
             yRange: (low - span * 0.04)...(high + span * 0.04), margins: (86, 136, 24, 62))
         var entries: [(label: String, swatch: Chart.Swatch)] = [
-            ("filtered signal", .line(blue)), (
+            ("filtered signal", .line(blue)),
+            (
                 "prominence test: last valley + required rise, last peak − required fall",
                 .dashed(orange)
             ),
