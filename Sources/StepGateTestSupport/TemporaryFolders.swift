@@ -64,11 +64,3 @@ public func withTemporaryFolder<T>(_ body: (URL) throws -> T) throws -> T {
     defer { TemporaryFolders.remove(folder) }
     return try body(folder)
 }
-
-/// Runs `body` with a fresh temporary folder and removes the folder afterwards, whether `body`
-/// returns or throws.
-public func withTemporaryFolder<T>(_ body: (URL) async throws -> T) async throws -> T {
-    let folder = try TemporaryFolders.make()
-    defer { TemporaryFolders.remove(folder) }
-    return try await body(folder)
-}
