@@ -30,11 +30,39 @@ struct DurableFileLinkTests {
         return path
     }
 
-    /// Links at every name the old `PATH.tmp-<pid>` scheme could use (every pid up to 32768, and
-    /// this process's), pointing at the victim.
+    /// Links at the names the old `PATH.tmp-<pid>` scheme would use in this process and in the
+    /// processes started around it, pointing at the victim. (Planting every possible pid took
+    /// three tests 100,000 symbolic links, tens of seconds of one thread on a busy disk; that
+    /// the names do not depend on the pid at all is `temporaryNamesAreUnpredictable`.)
     func plantTemporaryLinks(for path: String, to victim: String) {
-        for pid in Set(Array(1...32_768) + [Int(getpid())]) {
+        let me = Int(getpid())
+        for pid in max(1, me - 256)...(me + 256) {
             symlink(victim, "\(path).tmp-\(pid)")
+        }
+    }
+
+    /// The temporary name is `NAME.tmp-` and 64 random bits: different for every write and
+    /// unrelated to the process id, so an attacker cannot plant a link at it in advance.
+    @Test func temporaryNamesAreUnpredictable() throws {
+        let folder = try temporaryDirectory(0o700)
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let names = Mutex<[String]>([])
+        let calls = DurableFile.SystemCalls(
+            fsync: { fsync($0) },
+            renameat: { from, old, to, new in
+                names.withLock { $0.append(old) }
+                return renameat(from, old, to, new)
+            })
+        for _ in 0..<8 {
+            try DurableFile.writeAtomically(Array("x\n".utf8), to: folder + "/state.json", calls: calls)
+        }
+        let seen = names.withLock { $0 }
+        #expect(seen.count == 8 && Set(seen).count == 8)
+        for name in seen {
+            let suffix = name.dropFirst("state.json.tmp-".count)
+            #expect(
+                name.hasPrefix("state.json.tmp-") && suffix.count == 16 && suffix.allSatisfy(\.isHexDigit))
+            #expect(!name.contains(String(getpid())) || suffix.count == 16)
         }
     }
 
