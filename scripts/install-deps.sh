@@ -4,8 +4,9 @@
 set -euo pipefail
 
 # Debian packages the build and the tests need beyond the Swift toolchain: libiio (headers,
-# tools, iiod for the network tests), and unshare/nsenter/ip for the emulated IIO device.
-packages=(libiio-dev libiio-utils iiod pkg-config iproute2 util-linux)
+# tools, iiod for the network tests), unshare/nsenter/ip for the emulated IIO device, and man
+# and groff to check that the manual page renders without warnings.
+packages=(libiio-dev libiio-utils iiod pkg-config iproute2 util-linux man-db groff-base)
 
 missing=()
 for p in "${packages[@]}"; do
