@@ -34,7 +34,8 @@ let package = Package(
         .testTarget(name: "StepDetectionTests", dependencies: ["StepDetection", "StepGateTestSupport"]),
         .testTarget(name: "SensorInputTests", dependencies: ["SensorInput", "StepGateTestSupport"]),
         .testTarget(
-            name: "UnlockPolicyTests", dependencies: ["UnlockPolicy"], resources: [.copy("Scenarios")]),
+            name: "UnlockPolicyTests", dependencies: ["UnlockPolicy", "StepGateTestSupport"],
+            resources: [.copy("Scenarios")]),
         .testTarget(
             name: "ShieldsTests", dependencies: ["Shields", "UnlockPolicy", "StepGateTestSupport", "CLinux"]),
         .testTarget(

@@ -4,9 +4,10 @@
 set -euo pipefail
 
 # Debian packages the build and the tests need beyond the Swift toolchain: libiio (headers,
-# tools, iiod for the network tests), unshare/nsenter/ip for the emulated IIO device, and
-# nftables for the network shield (tested in a network namespace of its own).
-packages=(libiio-dev libiio-utils iiod pkg-config iproute2 util-linux nftables)
+# tools, iiod for the network tests), unshare/nsenter/ip for the emulated IIO device, nftables
+# for the network shield (tested in a network namespace of its own), and man and groff to check
+# that the manual page renders without warnings.
+packages=(libiio-dev libiio-utils iiod pkg-config iproute2 util-linux nftables man-db groff-base)
 
 missing=()
 for p in "${packages[@]}"; do

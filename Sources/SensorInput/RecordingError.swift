@@ -31,6 +31,8 @@ public struct RecordingError: Error, Hashable, CustomStringConvertible {
         case lineTooLong
         /// A unit name could not be parsed.
         case invalidUnit
+        /// The file holds binary data (NUL or other control bytes, or invalid UTF-8), not text.
+        case notText
     }
 
     /// A column of the file: its 1-based index and, when the file has a header, its name.
@@ -99,6 +101,7 @@ public struct RecordingError: Error, Hashable, CustomStringConvertible {
         case .timeWentBackwards: parts.append("time went backwards")
         case .lineTooLong: parts.append("line too long")
         case .invalidUnit: parts.append("invalid unit")
+        case .notText: parts.append("not a text recording")
         case .tooFewColumns, .notANumber, .notFinite, .outOfRange: break
         }
         var what = "expected \(expected)"

@@ -280,6 +280,13 @@ public struct RecordingReader: Sendable {
             headerLineNumber = line
             break
         }
+        if FormatDetection.isBinary(headerLine) {
+            throw RecordingError(
+                kind: .notText, path: path, line: headerLineNumber,
+                expected:
+                    "CSV text (a StepGate, Bangle.js, Oxford, phyphox, Sensor Logger or Physics Toolbox export)",
+                found: "binary data")
+        }
         let detected = try FormatDetection.detect(
             line: headerLine, lineNumber: headerLineNumber, separatorHint: separatorHint, path: path,
             forced: options.format)

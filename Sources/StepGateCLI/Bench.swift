@@ -22,6 +22,7 @@ struct Bench: Command {
             .option("samples", "count", help: "Synthetic samples per detector run (default 2000000)."),
             .option("repeat", "count", help: "Runs per figure; the best is reported (default 5)."),
             .flag("json", help: "Print the figures as one JSON line."),
+            .flag("markdown", help: "Print the figures as a Markdown table (for documentation)."),
         ]
     )
 
@@ -29,6 +30,7 @@ struct Bench: Command {
     var sampleCount: Int
     var repeats: Int
     var json: Bool
+    var markdown: Bool
 
     init(arguments: ParsedArguments) throws(UsageError) {
         files = arguments.positionals
@@ -41,10 +43,15 @@ struct Bench: Command {
                 Int($0).flatMap { (1...100).contains($0) ? $0 : nil }
             } ?? 5
         json = arguments.flag("json")
+        markdown = arguments.flag("markdown")
+        guard !(json && markdown) else { throw UsageError("'--json' and '--markdown' exclude each other") }
     }
 
     func run() async throws {
         var figures = JSONLine()
+        // With --markdown: (figure, value) rows, printed as one table at the end.
+        var rows: [(String, String)] = []
+        let json = json || markdown
         let out = StandardOutput()
         defer { out.flush() }
         #if DEBUG
@@ -59,6 +66,11 @@ struct Bench: Command {
                 } / Double(samples.count)
             let key = rate == 100 ? "detector_ns_per_sample_100hz" : "detector_ns_per_sample_12_5hz"
             figures.add(key, ns, decimals: 2)
+            rows.append(
+                (
+                    "detector, \(formatFixed(rate, decimals: 1)) Hz input",
+                    "\(formatFixed(ns, decimals: 1)) ns/sample"
+                ))
             if !json {
                 out.line(
                     "detector, \(formatFixed(rate, decimals: 1)) Hz synthetic walk, \(samples.count) samples: "
@@ -70,6 +82,7 @@ struct Bench: Command {
         let policyNs = best(repeats) { effects = PolicyBenchmark.drive(workload) }
         let inputsPerSecond = Double(workload.count) / (policyNs / 1e9)
         figures.add("policy_inputs_per_s", inputsPerSecond, decimals: 0)
+        rows.append(("unlock policy engine", "\(formatFixed(inputsPerSecond / 1e6, decimals: 1)) M inputs/s"))
         if !json {
             out.line(
                 "policy engine, \(workload.count) inputs (steps, ticks, locks, emergencies): "
@@ -91,6 +104,12 @@ struct Bench: Command {
                 try bestThrowing(repeats) { counted = try RecordingReader.countSamples(path: file) } / 1e9
             let megabytes = Double(counted.bytes) / 1e6
             parseFigures.add(file, megabytes / seconds, decimals: 1)
+            let shown = temporary == nil ? "`\(file)`" : "a generated StepGate CSV"
+            rows.append(
+                (
+                    "CSV parsing, \(shown) (\(formatFixed(megabytes, decimals: 1)) MB)",
+                    "\(formatFixed(megabytes / seconds, decimals: 0)) MB/s"
+                ))
             if !json {
                 out.line(
                     "CSV parse, \(file) (\(formatFixed(megabytes, decimals: 1)) MB, \(counted.samples) samples): "
@@ -101,9 +120,17 @@ struct Bench: Command {
         if let largest = files.max(by: { Bench.size($0) < Bench.size($1) }) {
             let inProcess = try bestThrowing(repeats) { _ = try countSteps(inFile: largest) } / 1e6
             figures.add("replay_in_process_ms", inProcess, decimals: 2)
+            rows.append(
+                ("`stepgate replay` of `\(largest)`, in process", "\(formatFixed(inProcess, decimals: 1)) ms")
+            )
             if !json { out.line("replay \(largest) in process: \(formatFixed(inProcess, decimals: 2)) ms") }
             if let whole = try Bench.wholeProcessMilliseconds(file: largest, repeats: repeats) {
                 figures.add("replay_whole_process_ms", whole, decimals: 2)
+                rows.append(
+                    (
+                        "`stepgate replay` of `\(largest)`, whole process",
+                        "\(formatFixed(whole, decimals: 1)) ms"
+                    ))
                 if !json {
                     out.line(
                         "replay \(largest) as a whole 'stepgate replay' process: \(formatFixed(whole, decimals: 2)) ms"
@@ -115,6 +142,11 @@ struct Bench: Command {
             if let (baseline, shielded) = try Bench.execOverhead(runs: 400) {
                 figures.add("exec_median_us", baseline, decimals: 1)
                 figures.add("exec_median_us_with_exec_shield", shielded, decimals: 1)
+                rows.append(
+                    (
+                        "exec of an unrelated program, exec shield active (median of 400)",
+                        "\(formatFixed(shielded - baseline, decimals: 1)) µs more than without"
+                    ))
                 if !json {
                     out.line(
                         "exec of an unrelated program (/bin/true), median of 400: \(formatFixed(baseline, decimals: 1)) µs; "
@@ -125,7 +157,12 @@ struct Bench: Command {
         } else if !json {
             out.line("exec-shield overhead: skipped (fanotify needs root)")
         }
-        if json { out.line(figures.string) }
+        if markdown {
+            out.write("| figure | value |\n|---|---:|\n")
+            for (figure, value) in rows { out.write("| \(figure) | \(value) |\n") }
+        } else if json {
+            out.line(figures.string)
+        }
     }
 
     /// Median wall time of spawning and reaping /bin/true, without and with an exec shield

@@ -78,8 +78,8 @@ public struct OptionSpec: Sendable {
     }
 
     /// A flag.
-    public static func flag(_ name: String, help: String) -> OptionSpec {
-        OptionSpec(name: name, valueName: nil, help: help, isRepeatable: false)
+    public static func flag(_ name: String, help: String, required: Bool = false) -> OptionSpec {
+        OptionSpec(name: name, valueName: nil, help: help, isRepeatable: false, isRequired: required)
     }
 
     var synopsis: String { valueName.map { "--\(name) <\($0)>" } ?? "--\(name)" }

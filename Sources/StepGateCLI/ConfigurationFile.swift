@@ -1,5 +1,6 @@
 import Foundation
 import StepDetection
+import Tuning
 import UnlockPolicy
 
 /// A configuration file that cannot be used: the file, and what is wrong where.
@@ -16,10 +17,7 @@ struct ConfigurationFileError: Error, CustomStringConvertible {
 /// StepGate configuration with a `"detector"` section. Absent keys take their defaults; unknown
 /// keys, wrong types and out-of-range values are errors naming the key.
 func loadDetectorConfiguration(path: String) throws -> DetectorConfiguration {
-    guard let data = FileManager.default.contents(atPath: path) else {
-        throw ConfigurationFileError(
-            path: path, message: "cannot read the file (\(String(cString: strerror(errno))))")
-    }
+    let data = Data(try readConfigurationFile(path: path))
     do {
         try StrictJSON.validate(Array(data))
     } catch {
@@ -27,26 +25,37 @@ func loadDetectorConfiguration(path: String) throws -> DetectorConfiguration {
     }
     let object: Any
     do {
-        object = try JSONSerialization.jsonObject(with: data)
+        object = try JSONSerialization.jsonObject(with: data, options: .fragmentsAllowed)
     } catch {
         throw ConfigurationFileError(path: path, message: "not valid JSON: \(jsonMessage(error))")
     }
     guard let dictionary = object as? [String: Any] else {
-        throw ConfigurationFileError(path: path, message: "expected a JSON object at the top level")
+        throw ConfigurationFileError(
+            path: path, message: "expected a JSON object at the top level, found \(jsonText(object))")
     }
     var section = data
+    var members = dictionary
     var prefix = ""
     if let detector = dictionary["detector"] {
-        guard detector is [String: Any] else {
-            throw ConfigurationFileError(path: path, message: "'detector': expected an object")
+        guard let detector = detector as? [String: Any] else {
+            throw ConfigurationFileError(
+                path: path, message: "'detector': expected an object, found \(jsonText(detector))")
         }
         section = try JSONSerialization.data(withJSONObject: detector)
+        members = detector
         prefix = "detector."
     }
     let configuration: DetectorConfiguration
     do {
         configuration = try JSONDecoder().decode(DetectorConfiguration.self, from: section)
     } catch let error as DecodingError {
+        // Foundation reports a number that does not fit its type (7.5 or 1e20 for a whole
+        // number) without the key: find the key by decoding one member at a time.
+        if case .dataCorrupted(let context) = error, context.codingPath.isEmpty,
+            let culprit = culprit(in: members, prefix: prefix)
+        {
+            throw ConfigurationFileError(path: path, message: culprit)
+        }
         throw ConfigurationFileError(path: path, message: describe(error, prefix: prefix))
     }
     do {
@@ -63,6 +72,90 @@ func encodeDetectorConfiguration(_ configuration: DetectorConfiguration) -> Stri
     encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
     guard let data = try? encoder.encode(configuration) else { return "{}" }
     return String(decoding: data, as: UTF8.self)
+}
+
+/// The first member of a detector object that does not decode on its own, described with its
+/// key, the type expected and the value found; `nil` when every member decodes alone.
+private func culprit(in object: [String: Any], prefix: String) -> String? {
+    for key in object.keys.sorted() {
+        guard let value = object[key],
+            let data = try? JSONSerialization.data(withJSONObject: [key: value], options: .fragmentsAllowed)
+        else { continue }
+        do {
+            _ = try JSONDecoder().decode(DetectorConfiguration.self, from: data)
+        } catch {
+            guard DetectorConfiguration.keys.contains(key) else {
+                return (error as? DecodingError).map { describe($0, prefix: prefix) } ?? "\(error)"
+            }
+            let expected =
+                key == "fillMissedSteps"
+                ? "true or false" : ParameterSpace.integerKeys.contains(key) ? "a whole number" : "a number"
+            return "'\(prefix)\(key)': expected \(expected), found \(jsonText(value))"
+        }
+    }
+    return nil
+}
+
+/// A JSON value as JSON text, for messages (`7.5`, `1e+20`, `null`, `"text"`).
+func jsonText(_ value: Any) -> String {
+    if value is NSNull { return "null" }
+    if let string = value as? String { return StrictJSON.quoted(string) }
+    if value is [Any] { return "an array" }
+    if value is [String: Any] { return "an object" }
+    guard let data = try? JSONSerialization.data(withJSONObject: [value], options: .fragmentsAllowed) else {
+        return "\(value)"
+    }
+    return String(decoding: data.dropFirst().dropLast(), as: UTF8.self)
+}
+
+/// The bytes of a configuration or script file, or an error saying why they cannot be read
+/// (missing, a folder, no permission), never a Foundation debug string.
+func readConfigurationFile(path: String) throws(ConfigurationFileError) -> [UInt8] {
+    let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+    guard descriptor >= 0 else {
+        throw ConfigurationFileError(
+            path: path, message: "cannot read the file: \(String(cString: strerror(errno)))")
+    }
+    defer { close(descriptor) }
+    var status = stat()
+    if fstat(descriptor, &status) == 0 && (status.st_mode & S_IFMT) == S_IFDIR {
+        throw ConfigurationFileError(path: path, message: "this is a folder; expected a file")
+    }
+    var bytes: [UInt8] = []
+    var chunk = [UInt8](repeating: 0, count: 65536)
+    while true {
+        let count = chunk.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
+        if count == 0 { break }
+        if count < 0 {
+            if errno == EINTR { continue }
+            throw ConfigurationFileError(
+                path: path, message: "cannot read the file: \(String(cString: strerror(errno)))")
+        }
+        bytes += chunk[0..<count]
+    }
+    return bytes
+}
+
+/// The operating system's reason behind a Foundation file error ("Permission denied"), rather
+/// than Foundation's own text ("The operation could not be completed").
+func systemReason(_ error: any Error) -> String {
+    var current: NSError? = error as NSError
+    while let ns = current {
+        if ns.domain == NSPOSIXErrorDomain { return String(cString: strerror(Int32(ns.code))) }
+        current = ns.userInfo[NSUnderlyingErrorKey] as? NSError
+    }
+    if let posix = error as? POSIXError { return String(cString: strerror(posix.code.rawValue)) }
+    let ns = error as NSError
+    if ns.domain == NSCocoaErrorDomain {
+        switch ns.code {
+        case NSFileNoSuchFileError, NSFileReadNoSuchFileError: return "No such file or directory"
+        case NSFileReadNoPermissionError, NSFileWriteNoPermissionError: return "Permission denied"
+        case NSFileWriteOutOfSpaceError: return "No space left on device"
+        case NSFileWriteVolumeReadOnlyError: return "Read-only file system"
+        default: break
+        }
+    }
+    return ns.localizedDescription
 }
 
 private func jsonMessage(_ error: any Error) -> String {

@@ -19,18 +19,22 @@ struct Eval: Command {
         options: [
             .option("config", "file", help: "Detector configuration (JSON); defaults otherwise."),
             .flag("json", help: "Print one JSON line per recording and one with the summary."),
+            .flag("markdown", help: "Print the summary figures as a Markdown table (for documentation)."),
         ]
     )
 
     var sets: [String]
     var configPath: String?
     var json: Bool
+    var markdown: Bool
 
     init(arguments: ParsedArguments) throws(UsageError) {
         sets = arguments.positionals
         guard !sets.isEmpty else { throw UsageError("missing expected argument '<set>...'") }
         configPath = arguments.value("config")
         json = arguments.flag("json")
+        markdown = arguments.flag("markdown")
+        guard !(json && markdown) else { throw UsageError("'--json' and '--markdown' exclude each other") }
     }
 
     func run() async throws {
@@ -46,6 +50,8 @@ struct Eval: Command {
         if json {
             for result in results { out.line(Eval.jsonLine(result)) }
             out.line(Eval.jsonLine(summary))
+        } else if markdown {
+            out.write(Eval.markdown(results, summary))
         } else {
             out.write(Eval.table(results, summary))
         }
@@ -71,6 +77,7 @@ struct Eval: Command {
                     let summary = try countSteps(
                         inFile: recording.path, options: RecordingReader.Options(format: recording.format),
                         configuration: configuration)
+                    try Replay.requireSamples(summary, file: recording.path)
                     return (
                         index,
                         EvaluationResult(
@@ -127,7 +134,44 @@ struct Eval: Command {
         }
         if let mixed = summary.mixedError {
             text +=
-                "mixed-log error       \(formatFixed(mixed, decimals: 1)) %  (\(summary.mixedCount) logs)\n"
+                "mixed-log error       \(formatFixed(mixed, decimals: 1)) %  "
+                + "(\(plural(summary.mixedCount, "log")))\n"
+        }
+        return text
+    }
+
+    /// The summary as a Markdown table: walks MAPE overall and per placement, the longest walks,
+    /// false steps per hour and each mixed log's signed error. `scripts/figures.sh` puts it in
+    /// the README.
+    static func markdown(_ results: [EvaluationResult], _ summary: EvaluationSummary) -> String {
+        func signed(_ value: Double?) -> String {
+            guard let value else { return "—" }
+            return (value >= 0 ? "+" : "−") + formatFixed(abs(value), decimals: 1) + " %"
+        }
+        var text = "| figure | value |\n|---|---:|\n"
+        if let mape = summary.walkMAPE {
+            text +=
+                "| walks MAPE (\(plural(summary.walkCount, "walk"))) | \(formatFixed(mape, decimals: 2)) % |\n"
+            for p in summary.placements {
+                text += "| — \(p.placement) (\(p.count)) | \(formatFixed(p.mape, decimals: 2)) % |\n"
+            }
+            let long = results.filter { $0.recording.kind == .walk && $0.recording.truth >= 1000 }
+                .sorted { $0.recording.truth > $1.recording.truth }
+            for r in long {
+                text +=
+                    "| walk of \(grouped(r.recording.truth)) steps (\(r.recording.placement)) | "
+                    + "\(signed(r.percentError)) |\n"
+            }
+        }
+        if let perHour = summary.falseStepsPerHour {
+            text +=
+                "| false steps per hour, no-walk logs (\(plural(summary.noWalkCount, "log")), "
+                + "\(formatFixed(summary.noWalkHours, decimals: 2)) h) | \(formatFixed(perHour, decimals: 1)) |\n"
+        }
+        for r in results where r.recording.kind == .mixed {
+            text +=
+                "| mixed log, \(grouped(r.recording.truth)) steps (\(r.recording.placement)), error | "
+                + "\(signed(r.percentError)) |\n"
         }
         return text
     }
@@ -157,4 +201,18 @@ struct Eval: Command {
         line.addRaw("placement_mape_percent", placements.string)
         return line.string
     }
+}
+
+/// `1 log`, `2 logs`.
+func plural(_ count: Int, _ noun: String) -> String { "\(count) \(noun)\(count == 1 ? "" : "s")" }
+
+/// `10,021`.
+func grouped(_ value: Int) -> String {
+    let digits = String(value.magnitude)
+    var text = ""
+    for (index, digit) in digits.enumerated() {
+        if index > 0 && (digits.count - index) % 3 == 0 { text += "," }
+        text.append(digit)
+    }
+    return (value < 0 ? "-" : "") + text
 }

@@ -7,10 +7,11 @@ import Tuning
 struct Plot: Command {
     static let configuration = CommandConfiguration(
         commandName: "plot",
-        abstract: "Plot a recording's filtered signal, threshold and steps as SVG.",
+        abstract: "Plot a recording's filtered signal, peak prominence test and steps as SVG.",
         discussion: """
-            Draws the band-passed magnitude, the peak detector's adaptive threshold (the prominence \
-            a peak needs), the periods the cadence gate counted as walking, the detected steps and, \
+            Draws the band-passed magnitude, the peak detector's prominence test (the level the \
+            signal must cross next: the last valley plus the adaptive prominence a peak needs, or \
+            the last peak minus it), the periods the cadence gate counted as walking, the detected steps and, \
             when a stepcounter.csv lies beside an accelerometer.csv (Oxford data set), the true \
             steps. --from and --to choose a window in seconds from the first sample; the detector \
             always runs from the start, so its state in the window is the real one.
@@ -21,8 +22,11 @@ struct Plot: Command {
             .option("from", "seconds", help: "Start of the window (default 0)."),
             .option("to", "seconds", help: "End of the window (default: the end)."),
             .option("format", "format", help: "Recording format (default: detected)."),
-            .option("output", "file", help: "SVG file to write (default: the recording's name with .svg).")
-                .short("o"),
+            .option(
+                "output", "file",
+                help: "SVG file to write (default: the recording's name with .svg, in the current folder)."
+            )
+            .short("o"),
         ]
     )
 
@@ -69,11 +73,12 @@ struct Plot: Command {
         let parent = ((file as NSString).deletingLastPathComponent as NSString).lastPathComponent
         let shown = name == "accelerometer.csv" && !parent.isEmpty ? "\(parent)/\(name)" : name
         let svg = Charts.signal(trace, title: "\(shown): \(trace.detected.count) steps detected")
-        let path = output ?? ((file as NSString).deletingPathExtension + ".svg")
+        // By default in the current folder: the recording's folder may be read-only.
+        let path = output ?? ((name as NSString).deletingPathExtension + ".svg")
         do {
             try svg.write(toFile: path, atomically: true, encoding: .utf8)
         } catch {
-            throw ConfigurationFileError(path: path, message: "cannot write: \(error.localizedDescription)")
+            throw ConfigurationFileError(path: path, message: "cannot write: \(systemReason(error))")
         }
         print(
             "wrote \(path): \(trace.detected.count) steps detected"

@@ -14,7 +14,7 @@ struct Record: Command {
             or a power cut loses at most a second. The file replays with 'stepgate replay'. \
             --note is saved with the device and rate in FILE.json beside the recording.
             """,
-        options: [.option("output", "file", help: "The CSV file to write (required).").short("o")]
+        options: [.option("output", "file", help: "The CSV file to write.", required: true).short("o")]
             + LiveOptions.specs + [
                 .option("note", "text", help: "A note kept in FILE.json beside the recording.")
             ]

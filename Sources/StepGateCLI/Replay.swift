@@ -84,23 +84,36 @@ struct Replay: Command {
         defer { out.flush() }
         var total = 0
         var rows: [(String, RecordingSummary)] = []
+        // A file that cannot be counted is reported at once; the others are still counted and
+        // printed, and the command fails at the end.
+        var failed = 0
         for file in files {
             var bar = ProgressBar(label: file)
             var first: Int64 = 0
             let events = events
-            let summary = try countSteps(
-                inFile: file, options: options, configuration: detector,
-                progress: { bar.update(done: $0, total: $1) },
-                onFirstSample: { first = $0 },
-                onStep: { event in
-                    guard events else { return }
-                    var line = JSONLine()
-                    line.add("file", file)
-                    line.add("time_s", Double(event.timestamp &- first) / 1e9, decimals: 3)
-                    line.add("count", event.count)
-                    out.line(line.string)
-                })
-            bar.finish()
+            let summary: RecordingSummary
+            do {
+                summary = try countSteps(
+                    inFile: file, options: options, configuration: detector,
+                    progress: { bar.update(done: $0, total: $1) },
+                    onFirstSample: { first = $0 },
+                    onStep: { event in
+                        guard events else { return }
+                        var line = JSONLine()
+                        line.add("file", file)
+                        line.add("time_s", Double(event.timestamp &- first) / 1e9, decimals: 3)
+                        line.add("count", event.count)
+                        out.line(line.string)
+                    })
+                bar.finish()
+                try Replay.requireSamples(summary, file: file)
+            } catch {
+                bar.finish()
+                out.flush()
+                printError("Error: \(error)")
+                failed += 1
+                continue
+            }
             total += summary.steps
             report(summary, file: file)
             if json {
@@ -128,6 +141,21 @@ struct Replay: Command {
                 out.line(rightPad("total", width) + "  " + leftPad(String(total), 6) + " steps")
             }
         }
+        if failed > 0 {
+            out.flush()
+            if files.count > 1 {
+                printError("Error: \(failed) of \(files.count) files could not be counted (see above)")
+            }
+            throw ExitCode.failure
+        }
+    }
+
+    /// A recording with a header but no samples is an error, as an empty file is.
+    static func requireSamples(_ summary: RecordingSummary, file: String) throws(RecordingError) {
+        guard summary.samples == 0 else { return }
+        throw RecordingError(
+            kind: .emptyFile, path: file, expected: "data rows after the header",
+            found: summary.skipped.total > 0 ? "only rows that were skipped" : "only the header")
     }
 
     /// Warnings that belong on standard error: skipped rows, gravity-free input.
@@ -138,7 +166,6 @@ struct Replay: Command {
                 "\(file): warning: this recording has gravity removed (linear acceleration); the detector "
                     + "is tuned for total acceleration, so counts may be lower")
         }
-        if summary.samples == 0 { printError("\(file): warning: no samples") }
     }
 
     static func jsonLine(_ s: RecordingSummary, file: String) -> String {
@@ -202,6 +229,7 @@ struct Replay: Command {
         var summary = RecordingSummary(
             path: file, format: reader.format, unit: reader.unit, gravityIncluded: reader.gravityIncluded)
         summary.samples = samples
+        try Replay.requireSamples(summary, file: file)
         summary.steps = detector.count
         summary.firstTimestamp = first ?? 0
         summary.lastTimestamp = last

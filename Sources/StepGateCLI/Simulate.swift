@@ -48,11 +48,7 @@ struct Simulate: Command {
         if script == "-" {
             text = String(decoding: FileHandle.standardInput.readDataToEndOfFile(), as: UTF8.self)
         } else {
-            guard let data = FileManager.default.contents(atPath: script) else {
-                throw ConfigurationFileError(
-                    path: script, message: "cannot read the file (\(String(cString: strerror(errno))))")
-            }
-            text = String(decoding: data, as: UTF8.self)
+            text = String(decoding: try readConfigurationFile(path: script), as: UTF8.self)
         }
         var runner = ScenarioRunner(configuration: configuration)
         let out = StandardOutput()
@@ -71,11 +67,12 @@ struct Simulate: Command {
 
 /// Loads a policy configuration, with errors that name the file and the JSON path.
 func loadPolicyConfiguration(path: String) throws -> PolicyConfiguration {
-    guard FileManager.default.isReadableFile(atPath: path) else {
-        throw ConfigurationFileError(path: path, message: "cannot read the file")
+    let bytes = try readConfigurationFile(path: path)
+    guard let text = String(validating: bytes, as: UTF8.self) else {
+        throw ConfigurationFileError(path: path, message: "not valid JSON: the file is not UTF-8 text")
     }
     do {
-        return try PolicyConfiguration.load(contentsOf: URL(fileURLWithPath: path))
+        return try PolicyConfiguration.parse(text)
     } catch {
         throw ConfigurationFileError(path: path, message: error.description)
     }

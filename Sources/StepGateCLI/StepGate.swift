@@ -9,8 +9,12 @@ public enum StepGate {
     static let commands: [any Command.Type] = [
         Replay.self, Eval.self, Tune.self, Plot.self, Simulate.self, Devices.self, Record.self, Run.self,
         DaemonCommand.self, Status.self, Lock.self, Skip.self, Unlock.self, Reload.self, ExecGuard.self,
-        Config.self, Bench.self,
+        Config.self, Bench.self, Completions.self,
     ]
+
+    /// What StepGate is, for `--help` and the manual page.
+    static let overview =
+        "StepGate counts your steps from an accelerometer and unlocks what you shielded once you have walked enough."
 
     /// Runs `stepgate` with the process's arguments and exits.
     public static func main() async -> Never {
@@ -34,6 +38,10 @@ public enum StepGate {
         case "help":
             guard let name = arguments.dropFirst().first else {
                 print(rootHelp)
+                return 0
+            }
+            if name == "--man" {
+                print(Documentation.manPage(), terminator: "")
                 return 0
             }
             guard let command = commands.first(where: { $0.configuration.commandName == name }) else {
@@ -82,8 +90,7 @@ public enum StepGate {
 
     static var rootHelp: String {
         var text = """
-            OVERVIEW: StepGate counts your steps from an accelerometer and unlocks what you shielded \
-            once you have walked enough.
+            OVERVIEW: \(overview)
 
             USAGE: stepgate <subcommand>
 
@@ -105,10 +112,18 @@ public enum StepGate {
 
     static func usage(for c: CommandConfiguration) -> String {
         var parts = ["stepgate", c.commandName]
-        for argument in c.arguments {
+        // Arguments after `--` (a program and its arguments) come last: options after them
+        // would be passed to the program.
+        let (trailing, leading) = (
+            c.arguments.filter { $0.name.hasPrefix("--") }, c.arguments.filter { !$0.name.hasPrefix("--") }
+        )
+        for argument in leading {
             parts.append(argument.isOptional ? "[\(argument.name)]" : argument.name)
         }
         for option in c.options { parts.append(option.isRequired ? option.synopsis : "[\(option.synopsis)]") }
+        for argument in trailing {
+            parts.append(argument.isOptional ? "[\(argument.name)]" : argument.name)
+        }
         return parts.joined(separator: " ")
     }
 

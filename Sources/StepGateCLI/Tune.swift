@@ -3,6 +3,7 @@ import Foundation
 import StepDetection
 import Synchronization
 import Tuning
+import UnlockPolicy
 
 /// `stepgate tune`: searches detector configurations on labelled recordings.
 struct Tune: Command {
@@ -125,16 +126,13 @@ struct Tune: Command {
             print(ParameterSpace.default.json, terminator: "")
             return
         }
+        // A folder that cannot be written fails now, not after the whole search.
+        try prepareOutput()
         let clock = ContinuousClock()
         let began = clock.now
         let start = try configPath.map(loadDetectorConfiguration(path:)) ?? DetectorConfiguration()
         let space =
-            try spacePath.map { path -> ParameterSpace in
-                guard let data = FileManager.default.contents(atPath: path) else {
-                    throw ParameterSpaceError(path: path, message: "cannot read the file")
-                }
-                return try ParameterSpace.parse(json: data, path: path)
-            } ?? .default
+            try spacePath.map(Tune.loadSpace(path:)) ?? .default
         let labelled = try LabelledSets.load(sets) { printError($0) }
         guard !labelled.isEmpty else { throw LabelledSetError(path: sets[0], message: "no recordings found") }
         let recordings = try await Tune.load(labelled, jobs: jobs)
@@ -267,15 +265,51 @@ struct Tune: Command {
         out.line("wrote \(output)/best.json, report.md, objective.svg, placements.svg, space.json")
     }
 
+    /// Reads a `--space` file: strict JSON (duplicate keys are errors), an object at the top.
+    static func loadSpace(path: String) throws -> ParameterSpace {
+        let bytes = try readConfigurationFile(path: path)
+        do {
+            try StrictJSON.validate(bytes)
+        } catch {
+            throw ParameterSpaceError(path: path, message: "not valid JSON: \(error)")
+        }
+        let object = try? JSONSerialization.jsonObject(with: Data(bytes), options: .fragmentsAllowed)
+        guard let object, object is [String: Any] else {
+            throw ParameterSpaceError(
+                path: path,
+                message:
+                    "expected a JSON object of parameters at the top level, found \(object.map(jsonText) ?? "nothing")"
+            )
+        }
+        return try ParameterSpace.parse(json: Data(bytes), path: path)
+    }
+
+    /// Creates the output folder if needed and checks that files can be written in it.
+    func prepareOutput() throws {
+        var isFolder: ObjCBool = false
+        if FileManager.default.fileExists(atPath: output, isDirectory: &isFolder) {
+            guard isFolder.boolValue else {
+                throw ConfigurationFileError(
+                    path: output, message: "'--output' must be a folder, and this is a file")
+            }
+        } else {
+            do {
+                try FileManager.default.createDirectory(atPath: output, withIntermediateDirectories: true)
+            } catch {
+                throw ConfigurationFileError(
+                    path: output, message: "cannot create the output folder: \(systemReason(error))")
+            }
+        }
+        guard access(output, W_OK | X_OK) == 0 else {
+            throw ConfigurationFileError(
+                path: output,
+                message: "cannot write in the output folder (\(String(cString: strerror(errno))))")
+        }
+    }
+
     /// Writes the results into the output folder.
     func write(_ report: TuneReport, search: SearchResult) throws {
-        let fm = FileManager.default
-        do {
-            try fm.createDirectory(atPath: output, withIntermediateDirectories: true)
-        } catch {
-            throw ConfigurationFileError(
-                path: output, message: "cannot create the folder: \(error.localizedDescription)")
-        }
+        try prepareOutput()
         let placements = Set(search.start.summary.placements.map(\.placement))
             .union(search.best.summary.placements.map(\.placement)).sorted()
         func values(_ summary: EvaluationSummary?) -> [Double?] {
@@ -310,8 +344,7 @@ struct Tune: Command {
             do {
                 try text.write(toFile: path, atomically: true, encoding: .utf8)
             } catch {
-                throw ConfigurationFileError(
-                    path: path, message: "cannot write: \(error.localizedDescription)")
+                throw ConfigurationFileError(path: path, message: "cannot write: \(systemReason(error))")
             }
         }
     }

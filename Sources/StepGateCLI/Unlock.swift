@@ -5,7 +5,9 @@ struct Unlock: Command {
         abstract: "Emergency-unlock a store (limited per week, recorded); root or the admin group.",
         arguments: [ArgumentHelp("<store>", help: "The store to unlock.")],
         options: [
-            .flag("emergency", help: "Required: this is an emergency unlock, and it uses one of the week's."),
+            .flag(
+                "emergency", help: "This is an emergency unlock, and it uses one of the week's.",
+                required: true),
             ControlDefaults.socketOption, .flag("json", help: "Print the daemon's answer as JSON."),
         ]
     )

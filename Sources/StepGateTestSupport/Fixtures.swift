@@ -23,15 +23,9 @@ public enum Fixtures {
         packageRoot.appendingPathComponent(".build/debug/stepgate")
     }
 
-    /// A fresh temporary folder, removed by the caller.
-    public static func temporaryFolder() throws -> URL {
-        let url = FileManager.default.temporaryDirectory.appendingPathComponent(
-            "stepgate-test-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
-        // 0755 whatever the umask: a daemon run as root refuses folders others can write.
-        chmod(url.path, 0o755)
-        return url
-    }
+    /// A fresh temporary folder (0755), inside this test process's folder, which is removed
+    /// when the process exits; ``withTemporaryFolder(_:)`` removes its folder at once.
+    public static func temporaryFolder() throws -> URL { try TemporaryFolders.make() }
 }
 
 /// The outcome of running a command.
@@ -42,11 +36,13 @@ public struct ProcessResult: Sendable {
 }
 
 /// Runs an executable with arguments and collects its output.
-public func runProcess(_ executable: URL, _ arguments: [String], input: String? = nil) throws -> ProcessResult
-{
+public func runProcess(
+    _ executable: URL, _ arguments: [String], input: String? = nil, directory: URL? = nil
+) throws -> ProcessResult {
     let process = Process()
     process.executableURL = executable
     process.arguments = arguments
+    if let directory { process.currentDirectoryURL = directory }
     let out = Pipe()
     let err = Pipe()
     process.standardOutput = out

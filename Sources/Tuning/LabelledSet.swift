@@ -74,9 +74,14 @@ public enum LabelledSet {
         }
         let columns = splitCSV(header).map { $0.trimmingSpaces().lowercased() }
         for required in requiredColumns where !columns.contains(required) {
+            var found = columns.joined(separator: ", ")
+            if found.count > 100 { found = String(found.prefix(100)) + "…" }
             throw LabelledSetError(
                 path: path, line: 1,
-                message: "missing column '\(required)' (found: \(columns.joined(separator: ", ")))")
+                message: "missing column '\(required)' (found: \(found)); expected a manifest with the "
+                    + "columns \(requiredColumns.joined(separator: ", ")) (a recording is not a labelled set: "
+                    + "put it in a folder whose file names carry the true count, or count it with 'stepgate replay')"
+            )
         }
         func index(_ name: String) -> Int? { columns.firstIndex(of: name) }
         var recordings: [LabelledRecording] = []

@@ -61,6 +61,18 @@ public struct TuneReport: Sendable {
         }
     }
 
+    /// Why the kept configuration is not the lowest objective seen, when the robust choice
+    /// kept a configuration other than the lowest (the objective chart rings it).
+    public var robustNote: String? {
+        guard let robust = search.robustObjective, let lowest = search.objectives.min(),
+            lowest < search.bestObjective - 1e-12
+        else { return nil }
+        let kept = changes.isEmpty ? "the starting configuration" : "a configuration"
+        return "the lowest objective seen was \(fixed(lowest, 3)), but the robust choice kept \(kept) "
+            + "(objective \(fixed(search.bestObjective, 3))), whose neighbourhood averages \(fixed(robust, 3)), "
+            + "better than the neighbourhood of any lower value; '--no-robust' keeps the lowest value instead."
+    }
+
     /// The summary table rows: figure, before, after, k-fold, leave-one-placement-out.
     public func summaryRows() -> [[String]] {
         let before = search.start.summary
@@ -133,7 +145,7 @@ public struct TuneReport: Sendable {
         md += "\n## Parameters that changed\n\n"
         let changes = changes
         if changes.isEmpty {
-            md += "None: no configuration in the search beat the starting one.\n"
+            md += "None: " + (robustNote ?? "no configuration in the search beat the starting one.") + "\n"
         } else {
             md += table(
                 ["parameter", "before", "after", "searched range"],
@@ -144,6 +156,7 @@ public struct TuneReport: Sendable {
                     return [c.key, trim(c.before), trim(c.after), range ?? ""]
                 }, rightAligned: [1, 2])
         }
+        if !changes.isEmpty, let robustNote { md += "\nKept: \(robustNote)\n" }
         md += "\nThe best configuration is in `best.json`, ready for `--config`.\n"
         md += "\n## Per recording\n\n"
         let rows = zip(search.start.results, search.best.results).map { a, b -> [String] in
@@ -223,6 +236,7 @@ public struct TuneReport: Sendable {
         }
         text += line(header)
         for row in rows { text += line(row) }
+        if let robustNote { text += "\n\(changes.isEmpty ? "unchanged" : "kept"): \(robustNote)\n" }
         if !changes.isEmpty {
             text += "\nchanged:\n"
             let width = changes.map(\.key.count).max() ?? 0

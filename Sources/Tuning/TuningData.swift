@@ -109,7 +109,14 @@ public enum LabelledSets {
                 guard let data = FileManager.default.contents(atPath: set) else {
                     throw LabelledSetError(path: set, message: "cannot read the file")
                 }
-                recordings += try LabelledSet.manifest(text: String(decoding: data, as: UTF8.self), path: set)
+                guard let text = String(validating: data, as: UTF8.self), !text.contains("\0") else {
+                    throw LabelledSetError(
+                        path: set,
+                        message: "not a text manifest: expected a CSV manifest (columns "
+                            + "\(LabelledSet.requiredColumns.joined(separator: ", "))…) or a folder, found binary data"
+                    )
+                }
+                recordings += try LabelledSet.manifest(text: text, path: set)
             }
         }
         return recordings

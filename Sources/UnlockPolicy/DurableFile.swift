@@ -43,6 +43,16 @@ public struct FileError: Error, Hashable, Sendable, CustomStringConvertible {
 /// Temporary files get unpredictable names and are created exclusively (`O_EXCL|O_NOFOLLOW`),
 /// so a link planted at a temporary name is never followed either.
 public enum DurableFile {
+    /// The system calls whose order makes a write durable, behind a seam so tests can record
+    /// the order (`fsync` of the file, `rename`, `fsync` of the folder).
+    struct SystemCalls: Sendable {
+        var fsync: @Sendable (Int32) -> Int32
+        var renameat: @Sendable (Int32, String, Int32, String) -> Int32
+
+        static let live = SystemCalls(
+            fsync: { Glibc.fsync($0) }, renameat: { Glibc.renameat($0, $1, $2, $3) })
+    }
+
     /// Reads a whole regular file; `nil` when it does not exist.
     ///
     /// - Parameter limit: Largest size accepted, in bytes; a larger file is an error.
@@ -91,6 +101,12 @@ public enum DurableFile {
     /// - Parameters:
     ///   - mode: Permissions for a new file. An existing file keeps its permissions and owner.
     public static func writeAtomically(_ bytes: [UInt8], to path: String, mode: UInt32 = 0o600)
+        throws(FileError)
+    {
+        try writeAtomically(bytes, to: path, mode: mode, calls: .live)
+    }
+
+    static func writeAtomically(_ bytes: [UInt8], to path: String, mode: UInt32 = 0o600, calls: SystemCalls)
         throws(FileError)
     {
         let directory: String
@@ -161,16 +177,16 @@ public enum DurableFile {
             }
             written += n
         }
-        if fsync(fd) != 0 { throw fail("cannot fsync") }
+        if calls.fsync(fd) != 0 { throw fail("cannot fsync") }
         close(fd)
         // rename(2) replaces whatever is at the name (even a link planted since the check
         // above) and never follows it.
-        if renameat(dfd, temporary, dfd, name) != 0 {
+        if calls.renameat(dfd, temporary, dfd, name) != 0 {
             let error = FileError.errno("cannot rename onto", path)
             unlinkat(dfd, temporary, 0)
             throw error
         }
-        if fsync(dfd) != 0 { throw .errno("cannot fsync directory", directory) }
+        if calls.fsync(dfd) != 0 { throw .errno("cannot fsync directory", directory) }
     }
 
     /// 64 random bits in hex, from the system's random source.

@@ -91,7 +91,11 @@ public struct ScenarioRunner {
         } else if r.value("after") != nil {
             let seconds = try r.double("after")
             guard seconds >= 0, seconds < 1.0e10 else {
-                throw JSONPathError(path: "after", message: "expected seconds >= 0")
+                throw JSONPathError(
+                    path: "after",
+                    message:
+                        "expected seconds in 0...10000000000 (about 317 years), found \(seconds.rounded() == seconds && abs(seconds) < 1e18 ? String(Int64(seconds)) : "\(seconds)")"
+                )
             }
             guard let sim = simulator else {
                 throw JSONPathError(path: "after", message: "the first line needs an \"at\" time")

@@ -1,13 +1,12 @@
 import Foundation
 import StepDetection
+import StepGateTestSupport
 
 @testable import SensorInput
 
 /// Writes `contents` to a fresh temporary folder under `name` and returns the path.
 func temporaryFile(_ name: String, bytes: [UInt8]) throws -> String {
-    let folder = FileManager.default.temporaryDirectory
-        .appendingPathComponent("stepgate-sensorinput-\(UUID().uuidString)")
-    try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+    let folder = try TemporaryFolders.make("sensorinput")
     let url = folder.appendingPathComponent(name)
     try Data(bytes).write(to: url)
     return url.path

@@ -124,7 +124,8 @@ struct ExecDenyShieldTests {
         #expect(!viaShell.standardOutput.contains("played"), "an interpreter ran the shielded script")
         #expect(try asNobody("cat '\(program)' > /dev/null").status != 0, "the shielded file could be read")
         #expect(
-            try asNobody("cp '\(program)' /tmp/stepgate-copy-$$").status != 0, "the shielded file was copied")
+            try asNobody("cp '\(program)' /tmp/stepgate-copy-$$; s=$?; rm -f /tmp/stepgate-copy-$$; exit $s")
+                .status != 0, "the shielded file was copied")
         #expect(try asNobody("/bin/true").status == 0)
         // Root (a package manager) reads it; nobody executes it, root included.
         #expect(FileManager.default.contents(atPath: program) != nil)

@@ -107,7 +107,12 @@ struct ResamplerTests {
         let input = (0..<4000).map { i -> (Int64, Float) in
             (Int64(i) * 2_500_000, [0, 1, 0, -1][i % 4])
         }
-        for case .value(let v, _) in run(&r, input) { #expect(abs(v) < 0.02) }
+        let values = run(&r, input).compactMap { event -> Float? in
+            if case .value(let v, _) = event { v } else { nil }
+        }
+        // 10 s of input: 250 periods of 40 ms (the last one still open).
+        #expect(values.count == 249)
+        #expect(values.allSatisfy { abs($0) < 0.02 })
     }
 
     @Test func aGapOrABackwardStepIsADiscontinuity() {
@@ -122,8 +127,34 @@ struct ResamplerTests {
     @Test func equalTimestampsDoNotDivideByZero() {
         var r = Resampler(rate: 25, maximumGap: 1)
         let events = run(&r, [(0, 1), (0, 2), (0, 3), (80_000_000, 3)])
-        for case .value(let v, _) in events { #expect(v.isFinite) }
+        let values = events.compactMap { event -> Float? in
+            if case .value(let v, _) = event { v } else { nil }
+        }
+        // Two whole periods, both values: the line from (0, 3) to (80 ms, 3) is 3 throughout.
+        #expect(values == [3, 3])
         #expect(events.count == 2)
+    }
+
+    /// A restart after a gap starts a fresh period: nothing accumulated before the gap leaks
+    /// into the first value after it.
+    @Test func theFirstValueAfterAGapIsOnlyTheNewInput() {
+        var r = Resampler(rate: 25, maximumGap: 0.5)
+        // 30 ms of 1.0 (a partial period), a 2 s gap, then 5.0 for 100 ms.
+        var input: [(Int64, Float)] = [(0, 1), (10_000_000, 1), (20_000_000, 1), (30_000_000, 1)]
+        for i in 0...10 { input.append((2_000_000_000 + Int64(i) * 10_000_000, 5)) }
+        let events = run(&r, input)
+        #expect(events.first == .discontinuity)
+        #expect(events.dropFirst().first == .value(5, time: 2_020_000_000))
+        #expect(events.count == 3)
+    }
+
+    /// A backward step restarts too, and the period after it is centred on the new timeline.
+    @Test func theFirstValueAfterABackwardStepIsOnTheNewTimeline() {
+        var r = Resampler(rate: 25, maximumGap: 1)
+        let events = run(
+            &r,
+            [(1_000_000_000, 2), (1_030_000_000, 2), (500_000_000, 4), (520_000_000, 4), (540_000_000, 4)])
+        #expect(events == [.discontinuity, .value(4, time: 520_000_000)])
     }
 }
 
@@ -163,5 +194,31 @@ struct PeakDetectorTests {
             if let p = detector.process(y, time: Int64(i) * 40_000_000) { peaks.append(p) }
         }
         #expect(peaks == [PeakDetector.Peak(time: 5 * 40_000_000, height: 0.5)])
+    }
+
+    /// The valley side of the prominence: after a peak, the signal must climb out of its valley
+    /// by the prominence before the next crest can count. A crest rising less than that from the
+    /// valley is part of the same wave.
+    @Test func aCrestMustRiseFromItsValleyByTheProminence() {
+        func peaks(_ signal: [Float]) -> [PeakDetector.Peak] {
+            var detector = PeakDetector(
+                sampleRate: 25, envelopeTime: 1.5, ratio: 0, minimumHeight: 0.1, separation: 0.04)
+            var found: [PeakDetector.Peak] = []
+            for (i, y) in signal.enumerated() {
+                if let p = detector.process(y, time: Int64(i) * 40_000_000) { found.append(p) }
+            }
+            return found
+        }
+        // Peak 0.5, valley 0.3 (a fall of 0.2 ≥ 0.1 confirms it), then 0.38: 0.08 above the
+        // valley, less than the prominence, so no second peak, however far it falls afterwards.
+        let shallow: [Float] = [0, 0.2, 0.5, 0.35, 0.3, 0.34, 0.38, 0.2, 0, -0.2, 0, 0, 0, 0]
+        #expect(peaks(shallow) == [PeakDetector.Peak(time: 2 * 40_000_000, height: 0.5)])
+        // The same, but climbing 0.15 out of the valley (≥ 0.1): a second peak.
+        let deep: [Float] = [0, 0.2, 0.5, 0.35, 0.3, 0.38, 0.45, 0.2, 0, -0.2, 0, 0, 0, 0]
+        #expect(
+            peaks(deep) == [
+                PeakDetector.Peak(time: 2 * 40_000_000, height: 0.5),
+                PeakDetector.Peak(time: 6 * 40_000_000, height: 0.45),
+            ])
     }
 }

@@ -280,9 +280,10 @@ struct LiveIIOTests {
         let copy = "/tmp/stepgate-\(UUID().uuidString)"
         try FileManager.default.copyItem(atPath: stepgate, toPath: copy)
         defer { try? FileManager.default.removeItem(atPath: copy) }
+        let output = "/tmp/nobody-\(UUID().uuidString).csv"
+        defer { unlink(output) }
         let record = try device.exec([
-            "runuser", "-u", "nobody", "--", copy, "record", "-o", "/tmp/nobody-\(UUID().uuidString).csv",
-            "--samples", "10",
+            "runuser", "-u", "nobody", "--", copy, "record", "-o", output, "--samples", "10",
         ])
         #expect(record.status == 1)
         #expect(record.standardError.contains("Permission denied"), "\(record.standardError)")
@@ -311,6 +312,7 @@ struct ResourceMeasurement {
         let samples = walk.samples(duration: seconds + 5, steps: Int(seconds * 1.8))
         let feeder = Feeder(device, samples: samples, timing: .live(rate: 100))
         let ledger = "/tmp/stepgate-measure-\(UUID().uuidString).json"
+        defer { unlink(ledger) }
         let report = Mutex<String>("")
         let watcher = Thread {
             var pid: Int32 = 0

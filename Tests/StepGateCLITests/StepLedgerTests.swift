@@ -1,4 +1,5 @@
 import Foundation
+import StepGateTestSupport
 import Testing
 
 @testable import StepGateCLI
@@ -14,10 +15,9 @@ struct StepLedgerTests {
     }
 
     @Test func aRestartContinuesTheDayAndANewDayStartsAtZero() throws {
-        let path = FileManager.default.temporaryDirectory.appendingPathComponent(
-            "ledger-\(UUID().uuidString).json"
-        ).path
-        defer { try? FileManager.default.removeItem(atPath: path) }
+        let folder = try TemporaryFolders.make("ledger")
+        defer { TemporaryFolders.remove(folder) }
+        let path = folder.appendingPathComponent("steps.json").path
         let noon = Date(timeIntervalSince1970: 1_764_417_600)
         var ledger = StepLedger(path: path, now: noon, warn: { Issue.record("unexpected warning: \($0)") })
         ledger.add(120, now: noon)

@@ -145,6 +145,38 @@ struct SearchTests {
         #expect(abs(Objective().value(result.best.summary) - result.bestObjective) < 1e-12)
     }
 
+    /// When the robust choice keeps a configuration other than the lowest value seen (here the
+    /// start), the report and the terminal say so rather than "nothing beat the start".
+    @Test func theReportExplainsARobustChoiceThatIsNotTheLowest() {
+        let start = Evaluator.Evaluated(
+            configuration: DetectorConfiguration(), results: [], summary: EvaluationSummary([]))
+        let search = SearchResult(
+            best: start, bestObjective: 3.5, start: start, startObjective: 3.5,
+            objectives: [3.5, 3.348, 3.6],
+            interrupted: false, ending: "budget used", robustObjective: 3.55)
+        let report = TuneReport(
+            sets: ["set.csv"], space: .default, objective: Objective(), seed: 1, budget: 3, search: search,
+            folds: nil, foldCount: 0, placements: nil, cvBudget: 0, searchSeconds: 1, totalSeconds: 1,
+            jobs: 1,
+            samples: 0)
+        let note =
+            "the lowest objective seen was 3.348, but the robust choice kept the starting configuration"
+        #expect(report.markdown().contains("None: " + note))
+        #expect(!report.markdown().contains("no configuration in the search beat the starting one"))
+        #expect(report.terminal().contains("unchanged: " + note))
+        // Without the robust choice, the best is the lowest, and nothing needs explaining.
+        var plain = search
+        plain.robustObjective = nil
+        plain.bestObjective = 3.348
+        #expect(
+            TuneReport(
+                sets: [], space: .default, objective: Objective(), seed: 1, budget: 3, search: plain,
+                folds: nil,
+                foldCount: 0, placements: nil, cvBudget: 0, searchSeconds: 1, totalSeconds: 1, jobs: 1,
+                samples: 0
+            ).robustNote == nil)
+    }
+
     @Test func stoppingKeepsTheBestSoFar() async {
         let recordings = Self.recordings()
         let tuner = Tuner(
@@ -277,9 +309,8 @@ struct StepTruthTests {
     }
 
     @Test func foldersMixPerStepTruthAndNamedTruth() throws {
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent(
-            "stepgate-sets-\(UUID().uuidString)")
-        defer { try? FileManager.default.removeItem(at: folder) }
+        let folder = try TemporaryFolders.make("sets")
+        defer { TemporaryFolders.remove(folder) }
         let walk = folder.appendingPathComponent("Pixel_Me_Hard_FrontPocket_1")
         try FileManager.default.createDirectory(at: walk, withIntermediateDirectories: true)
         let oxford = try String(
@@ -332,6 +363,26 @@ struct SVGTests {
         return parser.parse() ? collector.names : nil
     }
 
+    /// The fill and height of every `rect`, or nil when the SVG is malformed.
+    private func rectangles(_ svg: String) -> [(fill: String, height: Double)]? {
+        final class Collector: NSObject, XMLParserDelegate {
+            var rects: [(fill: String, height: Double)] = []
+            func parser(
+                _ parser: XMLParser, didStartElement elementName: String, namespaceURI: String?,
+                qualifiedName: String?, attributes: [String: String] = [:]
+            ) {
+                guard elementName == "rect", let fill = attributes["fill"],
+                    let height = attributes["height"].flatMap(Double.init)
+                else { return }
+                rects.append((fill, height))
+            }
+        }
+        let parser = XMLParser(data: Data(svg.utf8))
+        let collector = Collector()
+        parser.delegate = collector
+        return parser.parse() ? collector.rects : nil
+    }
+
     @Test func documentsAreWellFormedAndEscapeText() throws {
         var doc = SVGDocument(width: 100, height: 50)
         doc.text("a < b & \"c\"", x: 1, y: 2, halo: true)
@@ -350,10 +401,21 @@ struct SVGTests {
             ["hand", "wrist & co"], series: [("before", "#999", [1.2, 5.8]), ("after", "#00f", [1.0, nil])])
         #expect(elements(bars) != nil)
         #expect(bars.contains("wrist &amp; co"))
+        // Each value is one bar of its series' colour, as tall as its value (the legend adds one
+        // small swatch per series); a missing value draws no bar.
+        let rects = try #require(rectangles(bars))
+        let grey = rects.filter { $0.fill == "#999" }.map(\.height).sorted(by: >)
+        let blue = rects.filter { $0.fill == "#00f" }.map(\.height).sorted(by: >)
+        #expect(grey.count == 3 && blue.count == 2)
+        if grey.count == 3 && blue.count == 2 {
+            #expect(abs(grey[0] / grey[1] - 5.8 / 1.2) < 0.05)
+            #expect(abs(blue[0] / grey[1] - 1.0 / 1.2) < 0.05)
+        }
         var trace = SignalTrace()
         trace.times = [0, 0.04, 0.08]
         trace.filtered = [0, 0.1, -0.05]
         trace.threshold = [0.06, 0.06, 0.06]
+        trace.prominenceLevel = [-0.06, 0.04, 0.01]
         trace.detected = [0.04]
         trace.truth = [0.05]
         trace.walking = [0...0.08]

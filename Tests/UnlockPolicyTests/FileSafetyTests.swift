@@ -1,12 +1,12 @@
 import Foundation
+import StepGateTestSupport
+import Synchronization
 import Testing
 
 @testable import UnlockPolicy
 
 private func temporaryDirectory(_ mode: mode_t = 0o755) throws -> String {
-    let path = FileManager.default.temporaryDirectory.appendingPathComponent("safety-\(UUID().uuidString)")
-        .path
-    try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+    let path = try TemporaryFolders.make("safety").path
     chmod(path, mode)
     return path
 }
@@ -30,11 +30,39 @@ struct DurableFileLinkTests {
         return path
     }
 
-    /// Links at every name the old `PATH.tmp-<pid>` scheme could use (every pid up to 32768, and
-    /// this process's), pointing at the victim.
+    /// Links at the names the old `PATH.tmp-<pid>` scheme would use in this process and in the
+    /// processes started around it, pointing at the victim. (Planting every possible pid took
+    /// three tests 100,000 symbolic links, tens of seconds of one thread on a busy disk; that
+    /// the names do not depend on the pid at all is `temporaryNamesAreUnpredictable`.)
     func plantTemporaryLinks(for path: String, to victim: String) {
-        for pid in Set(Array(1...32_768) + [Int(getpid())]) {
+        let me = Int(getpid())
+        for pid in max(1, me - 256)...(me + 256) {
             symlink(victim, "\(path).tmp-\(pid)")
+        }
+    }
+
+    /// The temporary name is `NAME.tmp-` and 64 random bits: different for every write and
+    /// unrelated to the process id, so an attacker cannot plant a link at it in advance.
+    @Test func temporaryNamesAreUnpredictable() throws {
+        let folder = try temporaryDirectory(0o700)
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let names = Mutex<[String]>([])
+        let calls = DurableFile.SystemCalls(
+            fsync: { fsync($0) },
+            renameat: { from, old, to, new in
+                names.withLock { $0.append(old) }
+                return renameat(from, old, to, new)
+            })
+        for _ in 0..<8 {
+            try DurableFile.writeAtomically(Array("x\n".utf8), to: folder + "/state.json", calls: calls)
+        }
+        let seen = names.withLock { $0 }
+        #expect(seen.count == 8 && Set(seen).count == 8)
+        for name in seen {
+            let suffix = name.dropFirst("state.json.tmp-".count)
+            #expect(
+                name.hasPrefix("state.json.tmp-") && suffix.count == 16 && suffix.allSatisfy(\.isHexDigit))
+            #expect(!name.contains(String(getpid())) || suffix.count == 16)
         }
     }
 
@@ -241,5 +269,60 @@ struct FolderSafetyTests {
         #expect(refusal(folder + "/a/b")?.description.contains("does not exist") == true)
         #expect(refusal(folder + "/a/b", allowMissing: true) == nil)
         #expect(refusal("/tmp/stepgate-no-such-folder-\(UUID().uuidString)", allowMissing: true) == nil)
+    }
+}
+
+@Suite("Durable files are durable")
+struct DurableFileOrderTests {
+    /// The file's data reaches the disk before the rename makes it visible, and the rename
+    /// reaches the disk (the folder's fsync) after it; a crash in between leaves the old file or
+    /// the new one, whole.
+    @Test func fsyncsTheFileBeforeTheRenameAndTheFolderAfter() throws {
+        let folder = try TemporaryFolders.make("durable")
+        defer { TemporaryFolders.remove(folder) }
+        let log = Mutex<[String]>([])
+        let calls = DurableFile.SystemCalls(
+            fsync: { fd in
+                var info = stat()
+                fstat(fd, &info)
+                let kind = info.st_mode & S_IFMT == S_IFDIR ? "folder" : "file"
+                log.withLock { $0.append("fsync \(kind)") }
+                return fsync(fd)
+            },
+            renameat: { from, old, to, new in
+                log.withLock { $0.append("rename") }
+                return renameat(from, old, to, new)
+            })
+        let path = folder.appendingPathComponent("state.json").path
+        for contents in ["first\n", "second\n"] {
+            log.withLock { $0 = [] }
+            try DurableFile.writeAtomically(Array(contents.utf8), to: path, calls: calls)
+            #expect(log.withLock { $0 } == ["fsync file", "rename", "fsync folder"])
+            #expect(try DurableFile.read(path) == Array(contents.utf8))
+        }
+    }
+
+    /// A failed file fsync leaves the old file in place and no temporary file behind.
+    @Test func aFailedFsyncNeverRenames() throws {
+        let folder = try TemporaryFolders.make("durable")
+        defer { TemporaryFolders.remove(folder) }
+        let path = folder.appendingPathComponent("state.json").path
+        try DurableFile.writeAtomically(Array("old\n".utf8), to: path)
+        let renamed = Mutex(false)
+        let calls = DurableFile.SystemCalls(
+            fsync: { _ in
+                errno = EIO
+                return -1
+            },
+            renameat: { from, old, to, new in
+                renamed.withLock { $0 = true }
+                return renameat(from, old, to, new)
+            })
+        #expect(throws: FileError.self) {
+            try DurableFile.writeAtomically(Array("new\n".utf8), to: path, calls: calls)
+        }
+        #expect(!renamed.withLock { $0 })
+        #expect(try DurableFile.read(path) == Array("old\n".utf8))
+        #expect(try FileManager.default.contentsOfDirectory(atPath: folder.path) == ["state.json"])
     }
 }

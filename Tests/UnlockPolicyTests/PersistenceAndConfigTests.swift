@@ -1,4 +1,5 @@
 import Foundation
+import StepGateTestSupport
 import Testing
 
 @testable import UnlockPolicy
@@ -90,10 +91,8 @@ struct PersistenceTests {
     }
 
     @Test func newerVersionIsNeverOverwritten() throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
-            "policy-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: directory) }
+        let directory = try TemporaryFolders.make("policy")
+        defer { TemporaryFolders.remove(directory) }
         let path = directory.appendingPathComponent("state.json").path
         let future = "{\"version\": 99, \"whatever\": true}\n"
         try future.write(toFile: path, atomically: false, encoding: .utf8)
@@ -127,10 +126,8 @@ struct PersistenceTests {
     }
 
     @Test func fileStoreWritesAtomicallyAndMovesCorruptFilesAside() throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
-            "policy-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: directory) }
+        let directory = try TemporaryFolders.make("policy")
+        defer { TemporaryFolders.remove(directory) }
         let path = directory.appendingPathComponent("state.json").path
         var store = FilePolicyStateStore(path: path)
         #expect(try store.load().get() == nil)
@@ -153,10 +150,7 @@ struct PersistenceTests {
 @Suite("8. Persisted state: the file store never loses a file it could not use")
 struct StateFileSafetyTests {
     func temporaryDirectory() throws -> URL {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
-            "policy-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        return directory
+        try TemporaryFolders.make("policy")
     }
 
     /// EACCES or EIO on read: the file is never overwritten (tests run as root, where chmod does

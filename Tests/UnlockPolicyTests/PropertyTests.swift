@@ -129,10 +129,13 @@ struct Driver {
             }
             out = sim.restart(reboot: true)
         case .failPersist(let on):
-            if var store = sim.stateStore as? ValueStateStore {
-                store.failure = on ? "No space left on device" : nil
-                sim.stateStore = store
+            // A store of another type would make this operation do nothing, silently.
+            guard var store = sim.stateStore as? ValueStateStore else {
+                Issue.record("the driver's state store is \(type(of: sim.stateStore)), not ValueStateStore")
+                return
             }
+            store.failure = on ? "No space left on device" : nil
+            sim.stateStore = store
             out = sim.send(.tick)
         case .failWakeUps(let on):
             sim.wakeUpFailure = on ? "timerfd: EMFILE" : nil
@@ -223,8 +226,12 @@ struct PropertyTests {
                 // Relocks are evaluated before new steps are counted.
                 if case .steps(let n) = op { stepsSinceLock += n }
                 let status = d.sim.engine.status(at: d.sim.instant)
-                let gamesStatus = status.stores[1]
                 let context = "seed \(seed) op \(i) \(op)"
+                // By name: the invariants must not rest on the order the status lists stores in.
+                guard let gamesStatus = status.stores.first(where: { $0.name == "games" }) else {
+                    Issue.record("\(context): no 'games' in the status")
+                    return
+                }
                 if !gamesStatus.owners.contains("gate") {
                     #expect(stepsSinceLock >= 100, "\(context): gate open after \(stepsSinceLock) steps")
                     if let unlockedAt {
@@ -243,7 +250,10 @@ struct PropertyTests {
                 if let lockUntil, d.sim.now < lockUntil {
                     #expect(gamesStatus.owners.contains("lock:prop"), "\(context): lock ended early")
                 }
-                for (i, store) in propertyConfig.stores.enumerated() where status.stores[i].shielded {
+                let shielded = Set(status.stores.filter(\.shielded).map(\.name))
+                #expect(
+                    Set(status.stores.map(\.name)) == Set(propertyConfig.stores.map(\.name)), "\(context)")
+                for store in propertyConfig.stores where shielded.contains(store.name) {
                     #expect(
                         store.selection.targets.isSubset(of: d.sim.enforced),
                         "\(context): \(store.name) not applied")

@@ -62,6 +62,22 @@ struct ScheduleTests {
         #expect(applies == 1)
     }
 
+    /// A local time the fall-back repeats resolves to its first occurrence: the window runs
+    /// from 00:30Z, not from 01:30Z (when 02:30 comes round again).
+    @Test func aRepeatedLocalTimeIsItsFirstOccurrence() {
+        let config = scheduleConfig(start: "02:30", end: "02:45")
+        let r = ZoneResolver(identifier: "Europe/Berlin")
+        let o = config.stores[0].schedules[0].occurrence(onDay: parseDay("2025-10-26") ?? 0, resolver: r)
+        #expect(o.map { formatISO8601($0.start) } == "2025-10-26T00:30:00Z")
+        #expect(o.map { formatISO8601($0.end) } == "2025-10-26T00:45:00Z")
+        var clock = ManualClock("2025-10-26T00:35:00Z")
+        var engine = PolicyEngine(configuration: config)
+        #expect(engine.handle(.tick, at: clock.now).applies == ["games"])
+        clock.advance(minutes: 60)  // 01:35Z: 02:35 local again, the window is not repeated
+        _ = engine.handle(.tick, at: clock.now)
+        #expect(!engine.shielded("games", at: clock.now))
+    }
+
     @Test func watchingFromInsideTheWindowActsAsItsStart() {
         let clock = ManualClock("2025-03-01T22:30:00Z")  // 23:30 Berlin
         var engine = PolicyEngine(configuration: scheduleConfig(start: "22:00", end: "07:00"))
@@ -121,6 +137,21 @@ struct SkipTests {
         _ = restarted.handle(.tick, at: clock.now)
         #expect(restarted.shielded("games", at: clock.now))
         #expect(restarted.state.skips.isEmpty)
+    }
+
+    /// "Skip tonight" given after midnight, inside a 22:00–07:00 window and with no date,
+    /// marks the night that is running (it started yesterday), not the one starting tonight.
+    @Test func aSkipAfterMidnightMarksTheRunningNight() {
+        var clock = ManualClock("2025-03-02T01:00:00Z")  // 02:00 Berlin, inside night@2025-03-01
+        var engine = PolicyEngine(configuration: scheduleConfig(start: "22:00", end: "07:00"))
+        #expect(engine.handle(.tick, at: clock.now).applies == ["games"])
+        let skip = engine.handle(.command(.skip(schedule: "night", occurrence: nil)), at: clock.now)
+        #expect(skip.notices.first?.owner == "schedule:night@2025-03-01")
+        #expect(skip.removes.map(\.0) == ["games"])
+        #expect(!engine.shielded("games", at: clock.now))
+        clock.advance(minutes: 20 * 60)  // 22:00 Berlin on 2025-03-02: tonight is not skipped
+        _ = engine.handle(.tick, at: clock.now)
+        #expect(engine.shielded("games", at: clock.now))
     }
 
     @Test func skipInsideTheWindowLiftsOnlyThatOccurrence() {

@@ -80,9 +80,7 @@ struct DaemonConfiguration {
 
     /// Reads and checks a configuration file; errors name the file and the key path.
     static func load(path: String) throws -> DaemonConfiguration {
-        guard let data = FileManager.default.contents(atPath: path) else {
-            throw ConfigurationFileError(path: path, message: "cannot read the file")
-        }
+        let data = Data(try readConfigurationFile(path: path))
         do {
             try StrictJSON.validate(Array(data))
         } catch {

@@ -247,7 +247,7 @@ public enum Charts {
         let times = trace.times
         let t0 = trace.window?.lowerBound ?? times.first ?? 0
         let t1 = max(trace.window?.upperBound ?? times.last ?? 1, t0 + 0.1)
-        let values = trace.filtered + trace.threshold
+        let values = trace.filtered + trace.prominenceLevel
         let low = values.min() ?? -0.1
         let high = values.max() ?? 0.1
         let span = max(high - low, 0.02)
@@ -255,7 +255,11 @@ public enum Charts {
             width: 1200, height: 600, title: title, xRange: t0...t1,
             yRange: (low - span * 0.04)...(high + span * 0.04), margins: (86, 136, 24, 62))
         var entries: [(label: String, swatch: Chart.Swatch)] = [
-            ("filtered signal", .line(blue)), ("required peak prominence (adaptive)", .dashed(orange)),
+            ("filtered signal", .line(blue)),
+            (
+                "prominence test: last valley + required rise, last peak − required fall",
+                .dashed(orange)
+            ),
             ("detected steps (\(trace.detected.count))", .triangle(green)),
         ]
         if let truth = trace.truth { entries.append(("true steps (\(truth.count))", .tick("#222"))) }
@@ -273,9 +277,12 @@ public enum Charts {
             x1: chart.plotLeft, y1: chart.y(0), x2: chart.plotRight, y2: chart.y(0), stroke: "#999")
         chart.svg.polyline(
             zip(times, trace.filtered).map { (chart.x($0), chart.y($1)) }, stroke: blue, width: 1.4)
+        // The prominence is a height relative to the last extreme, not a level: draw the level
+        // the signal must cross next (valley + prominence while it climbs out of a valley,
+        // peak − prominence once it has passed one), as the peak detector tests it.
         chart.svg.polyline(
-            zip(times, trace.threshold).map { (chart.x($0), chart.y($1)) }, stroke: orange, width: 1.6,
-            dash: "6 4")
+            zip(times, trace.prominenceLevel).map { (chart.x($0), chart.y($1)) }, stroke: orange,
+            width: 1.6, dash: "6 4")
         // Marker rows between the legend and the plot, labelled in the left margin.
         let truthRow = chart.plotTop - 36
         let detectedRow = chart.plotTop - 14
@@ -309,6 +316,10 @@ public struct SignalTrace: Sendable {
     public var times: [Double] = []
     public var filtered: [Double] = []
     public var threshold: [Double] = []
+    /// The level the signal must cross next for the peak detector's prominence test: the last
+    /// valley plus the required prominence while the signal is looking for a peak, the last
+    /// peak minus it while it is looking for a valley.
+    public var prominenceLevel: [Double] = []
     public var detected: [Double] = []
     public var truth: [Double]?
     /// Periods in which the cadence gate was walking.
@@ -336,6 +347,9 @@ extension SignalTrace {
         var detector = StepDetector(configuration: configuration)
         var lastValue = Float.nan
         var walkStart: Double?
+        // The peak detector's hysteresis, replayed on the filtered signal.
+        var rising = true
+        var extreme = 0.0
         for sample in samples {
             detector.process(sample) { step in trace.detected.append(seconds(step.timestamp)) }
             let t = seconds(sample.timestamp)
@@ -346,11 +360,30 @@ extension SignalTrace {
                 walkStart = nil
             }
             let value = detector.filtered
-            guard value != lastValue, t >= from, t <= to else { continue }
+            guard value != lastValue else { continue }
             lastValue = value
+            let y = Double(value)
+            let prominence = Double(detector.threshold)
+            if rising {
+                if y > extreme {
+                    extreme = y
+                } else if y < extreme - prominence {
+                    rising = false
+                    extreme = y
+                }
+            } else {
+                if y < extreme {
+                    extreme = y
+                } else if y > extreme + prominence {
+                    rising = true
+                    extreme = y
+                }
+            }
+            guard t >= from, t <= to else { continue }
             trace.times.append(t)
-            trace.filtered.append(Double(value))
-            trace.threshold.append(Double(detector.threshold))
+            trace.filtered.append(y)
+            trace.threshold.append(prominence)
+            trace.prominenceLevel.append(rising ? extreme - prominence : extreme + prominence)
         }
         if let start = walkStart, let last = samples.last {
             trace.walking.append(start...seconds(last.timestamp))
