@@ -306,13 +306,14 @@ public final class ExecDenyShield: Shield {
             for file in files {
                 folders.insert(parentFolder(file.path))
                 let id = FileID(device: file.device, inode: file.inode)
-                if marked[id] == nil {
-                    if fanotify_mark(group, UInt32(FAN_MARK_ADD), Self.marks, AT_FDCWD, file.path) != 0 {
-                        all.append("\(file.path): fanotify_mark: \(String(cString: strerror(errno)))")
-                        continue
-                    }
-                    marked[id] = file.path
+                // Marked again on every recheck (adding a mark that is there is a no-op): a
+                // replaced file can reuse the inode number of one marked before, whose mark died
+                // with it, so "marked once" proves nothing.
+                if fanotify_mark(group, UInt32(FAN_MARK_ADD), Self.marks, AT_FDCWD, file.path) != 0 {
+                    all.append("\(file.path): fanotify_mark: \(String(cString: strerror(errno)))")
+                    continue
                 }
+                marked[id] = file.path
                 targetFiles[target, default: []].append(file)
             }
             if !all.isEmpty { problemsByTarget[target] = all }

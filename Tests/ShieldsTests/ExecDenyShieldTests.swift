@@ -1,3 +1,4 @@
+import CLinux
 import Foundation
 import StepGateTestSupport
 import Synchronization
@@ -303,6 +304,22 @@ struct ExecDenyShieldTests {
         #expect(rename(program + ".dpkg-new", program) == 0)
         #expect(shield.recheck().isEmpty)
         #expect(try asNobody("cat '\(program)' > /dev/null").status != 0)
+    }
+
+    /// An upgrade that replaces the file can give the new file the inode number of one marked
+    /// before (whose mark died with it): a recheck marks the file again whatever it remembers.
+    /// Modelled by removing the kernel's mark behind the shield's back.
+    @Test func aLostMarkIsPutBackByTheNextRecheck() throws {
+        let shield = try ExecDenyShield()
+        try shield.apply([Target(kind: .executable, value: program)], context: ShieldContext(store: "g"))
+        #expect(try run(program) == 126)
+        #expect(
+            fanotify_mark(
+                shield.groupDescriptor, UInt32(FAN_MARK_REMOVE), ExecDenyShield.marks, AT_FDCWD, program) == 0
+        )
+        #expect(try run(program) == 0)  // the mark is gone, as with a reused inode number
+        #expect(shield.recheck().isEmpty)
+        #expect(try run(program) == 126)
     }
 
     @Test func aMissingProgramIsReportedNotIgnored() throws {
