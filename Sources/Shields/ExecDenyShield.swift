@@ -51,6 +51,12 @@ public final class ExecDenyShield: Shield {
     private let runningAction: @Sendable (String) -> RunningProgramAction
     /// Between SIGTERM and SIGKILL.
     private let gracePeriod: Duration
+    /// When each store was last shielded (the start of its programs' grace period).
+    private var shieldedSince: [String: ContinuousClock.Instant] = [:]
+    /// Processes sent SIGTERM (each once).
+    private var terminating: Set<RunningProcess> = []
+    /// Rechecks so far (the deep process scan runs on some of them).
+    private var checks = 0
     /// Reads the application folders' `.desktop` files, remembering them until they change.
     private var desktopReader = DesktopEntryReader()
 
@@ -220,33 +226,71 @@ public final class ExecDenyShield: Shield {
     }
 
     /// Carries out each shielded store's ``RunningProgramAction`` on its programs that run now.
+    /// Carries out each shielded store's ``RunningProgramAction`` on its programs that run now
+    /// (as their executable, through the dynamic loader, or held open from an unlock).
+    ///
+    /// `terminate`: SIGTERM once per process; once the grace period since the store was shielded
+    /// is over, every process still (or newly) running a shielded program — a child forked by a
+    /// program that ignores SIGTERM included — is stopped (SIGSTOP, which cannot be ignored, in
+    /// sweeps until none runs, so a fast forker is caught too) and killed.
     private func actOnRunningPrograms() {
-        var terminated: [RunningProcess] = []
+        checks += 1
+        // The deep scan (memory maps, descriptors) costs more: at a relock, then every tenth check.
+        let deep = checks % 10 == 1 || storeFiles.keys.contains { shieldedSince[$0] == nil }
+        let now = ContinuousClock.now
+        for store in storeFiles.keys where shieldedSince[store] == nil { shieldedSince[store] = now }
+        for store in shieldedSince.keys where storeFiles[store] == nil { shieldedSince[store] = nil }
+        var warned: [RunningProcess] = []
         for (store, files) in storeFiles.sorted(by: { $0.key < $1.key }) {
             let action = runningAction(store)
             guard action != .leave else { continue }
-            for process in RunningProcess.running(files) {
+            let privilegedGroup = denied.privilegedGroup
+            let gated = { (process: RunningProcess) in
                 // The gate is for gated users: root's and the admin group's processes run on.
-                if ProcessCredentials(pid: process.pid)?.isPrivileged(group: denied.privilegedGroup) != false
-                {
+                ProcessCredentials(pid: process.pid)?.isPrivileged(group: privilegedGroup) == false
+            }
+            switch action {
+            case .stop:
+                for process in RunningProcess.running(files, deep: deep)
+                where gated(process) && process.state != "T" {
+                    process.signal(SIGSTOP)
+                }
+            case .terminate:
+                if let since = shieldedSince[store], now - since >= gracePeriod {
+                    Self.stopAndKill { RunningProcess.running(files, deep: deep).filter(gated) }
                     continue
                 }
-                switch action {
-                case .terminate:
-                    process.signal(SIGTERM)
-                    process.signal(SIGCONT)  // a stopped process must run to handle SIGTERM
-                    terminated.append(process)
-                case .stop:
-                    if process.state != "T" { process.signal(SIGSTOP) }
-                case .leave: break
+                for process in RunningProcess.running(files, deep: deep) where gated(process) {
+                    if terminating.insert(process).inserted {
+                        process.signal(SIGTERM)
+                        process.signal(SIGCONT)  // a stopped process must run to handle SIGTERM
+                        warned.append(process)
+                    }
                 }
+            case .leave: break
             }
         }
-        guard !terminated.isEmpty else { return }
+        terminating = terminating.filter(\.isAlive)
+        guard !warned.isEmpty else { return }
         let grace = Double(gracePeriod.components.seconds) + Double(gracePeriod.components.attoseconds) / 1e18
-        DispatchQueue.global().asyncAfter(deadline: .now() + grace) { [terminated] in
-            for process in terminated { process.signal(SIGKILL) }
+        DispatchQueue.global().asyncAfter(deadline: .now() + grace) { [warned] in
+            for process in warned { process.signal(SIGKILL) }
         }
+    }
+
+    /// Stops every process `find` returns, in sweeps until none of them runs (a stopped process
+    /// cannot fork), then kills them all.
+    static func stopAndKill(_ find: () -> [RunningProcess]) {
+        var stopped: Set<RunningProcess> = []
+        for _ in 0..<20 {
+            let running = find().filter { !stopped.contains($0) }
+            if running.isEmpty { break }
+            for process in running {
+                process.signal(SIGSTOP)
+                stopped.insert(process)
+            }
+        }
+        for process in stopped { process.signal(SIGKILL) }
     }
 
     public func inForce() throws(ShieldError) -> [String: Set<Target>] {

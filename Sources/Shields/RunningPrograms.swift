@@ -20,23 +20,69 @@ struct RunningProcess: Hashable, Sendable {
     /// The one-letter state (`R`, `S`, `T` for stopped, …).
     var state: Character
 
-    /// Every process whose executable is one of `files` (compared by device and inode).
-    static func running(_ files: Set<ExecDenyShield.FileID>) -> [RunningProcess] {
+    /// Every process that runs one of `files` (compared by device and inode): as its executable
+    /// and, with `deep`, also mapped into its memory (a program started through the dynamic
+    /// loader, whose executable is the loader) or held open (a descriptor kept from an unlock,
+    /// from which the bytes could be copied and run).
+    static func running(_ files: Set<ExecDenyShield.FileID>, deep: Bool = false) -> [RunningProcess] {
         guard !files.isEmpty, let entries = try? FileManager.default.contentsOfDirectory(atPath: "/proc")
         else {
             return []
         }
+        let inodes = Set(files.map(\.inode))
         var found: [RunningProcess] = []
         for entry in entries {
             guard let pid = Int32(entry), pid > 1, pid != getpid() else { continue }
             var info = stat()
-            guard stat("/proc/\(pid)/exe", &info) == 0,
-                files.contains(.init(device: UInt64(info.st_dev), inode: UInt64(info.st_ino))),
-                let process = RunningProcess(pid: pid)
-            else { continue }
+            var matches =
+                stat("/proc/\(pid)/exe", &info) == 0
+                && files.contains(.init(device: UInt64(info.st_dev), inode: UInt64(info.st_ino)))
+            if !matches && deep {
+                matches = maps(pid, files, inodes) || holds(pid, files)
+            }
+            guard matches, let process = RunningProcess(pid: pid) else { continue }
             found.append(process)
         }
         return found
+    }
+
+    /// Whether `/proc/PID/maps` maps one of `files` (`address perms offset major:minor inode path`).
+    private static func maps(_ pid: Int32, _ files: Set<ExecDenyShield.FileID>, _ inodes: Set<UInt64>) -> Bool
+    {
+        guard let text = try? String(contentsOfFile: "/proc/\(pid)/maps", encoding: .utf8) else {
+            return false
+        }
+        for line in text.split(separator: "\n") {
+            let fields = line.split(separator: " ", maxSplits: 5, omittingEmptySubsequences: true)
+            guard fields.count >= 5, let inode = UInt64(fields[4]), inode != 0, inodes.contains(inode) else {
+                continue
+            }
+            let numbers = fields[3].split(separator: ":")
+            guard numbers.count == 2, let major = UInt64(numbers[0], radix: 16),
+                let minor = UInt64(numbers[1], radix: 16)
+            else { continue }
+            // glibc's makedev.
+            let device =
+                ((major & 0xFFF) << 8) | (minor & 0xFF) | ((minor & ~0xFF) << 12) | ((major & ~0xFFF) << 32)
+            if files.contains(.init(device: device, inode: inode)) { return true }
+        }
+        return false
+    }
+
+    /// Whether one of the process's open descriptors is one of `files`.
+    private static func holds(_ pid: Int32, _ files: Set<ExecDenyShield.FileID>) -> Bool {
+        guard let descriptors = try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd") else {
+            return false
+        }
+        for descriptor in descriptors {
+            var info = stat()
+            if stat("/proc/\(pid)/fd/\(descriptor)", &info) == 0,
+                files.contains(.init(device: UInt64(info.st_dev), inode: UInt64(info.st_ino)))
+            {
+                return true
+            }
+        }
+        return false
     }
 
     /// Reads `/proc/PID/stat`; `nil` when the process is gone.

@@ -292,6 +292,64 @@ struct ExecDenyShieldTests {
         #expect(try asNobody("'\(own)'").status != 0)
     }
 
+    /// What a relock must end, however it was started: a program run through the dynamic loader
+    /// (its executable is the loader), a process holding the program open from the unlock (it
+    /// could copy and run the bytes), and a chain of forks that ignores SIGTERM (each generation
+    /// a new process id, so a SIGKILL sent to the first one after the grace period finds it
+    /// gone).
+    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/setpriv"), "needs setpriv"))
+    func aRelockEndsLoaderRunsHeldCopiesAndForkChains() throws {
+        chmod(folder.path, 0o755)
+        let game = folder.appendingPathComponent("shellgame").path
+        try FileManager.default.copyItem(atPath: "/bin/dash", toPath: game)
+        let sleeper = folder.appendingPathComponent("sleeper").path
+        try FileManager.default.copyItem(atPath: "/bin/sleep", toPath: sleeper)
+        let loader = [
+            "/lib64/ld-linux-x86-64.so.2", "/lib/ld-linux-aarch64.so.1", "/lib/ld-linux-armhf.so.3",
+        ]
+        .first { FileManager.default.isExecutableFile(atPath: $0) }
+        var info = stat()
+        stat(game, &info)
+        let gameID = ExecDenyShield.FileID(device: UInt64(info.st_dev), inode: UInt64(info.st_ino))
+        stat(sleeper, &info)
+        let sleeperID = ExecDenyShield.FileID(device: UInt64(info.st_dev), inode: UInt64(info.st_ino))
+        func start(_ arguments: [String]) throws -> Process {
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
+            process.arguments = ["--reuid=nobody", "--regid=nogroup", "--clear-groups"] + arguments
+            try process.run()
+            return process
+        }
+        var started: [Process] = []
+        defer {
+            for process in started where process.isRunning { process.terminate() }
+            for process in RunningProcess.running([gameID, sleeperID], deep: true) { process.signal(SIGKILL) }
+        }
+        if let loader { started.append(try start([loader, sleeper, "60"])) }
+        // Holds the sleeper open on descriptor 3 while it sleeps (as /bin/sleep, not the game).
+        started.append(try start(["/bin/sh", "-c", "exec 3< '\(sleeper)'; exec sleep 60"]))
+        // Each generation busies itself, forks the next and exits; all ignore SIGTERM.
+        let chain = "f() { trap '' TERM; i=0; while [ $i -lt 20000 ]; do i=$((i+1)); done; f & }; f & wait"
+        started.append(try start([game, "-c", chain]))
+        usleep(300_000)
+        #expect(!RunningProcess.running([gameID]).isEmpty, "the fork chain did not start")
+
+        let shield = try ExecDenyShield(gracePeriod: .milliseconds(300))
+        try shield.apply(
+            [Target(kind: .executable, value: game), Target(kind: .executable, value: sleeper)],
+            context: ShieldContext(store: "games"))
+        // The daemon rechecks every tick; here a few times a second for up to 5 s.
+        var left = RunningProcess.running([gameID, sleeperID], deep: true)
+        for _ in 0..<25 where !left.isEmpty {
+            usleep(200_000)
+            _ = shield.recheck()
+            left = RunningProcess.running([gameID, sleeperID], deep: true)
+        }
+        #expect(left.isEmpty, "still running: \(left.map(\.pid))")
+        usleep(500_000)
+        #expect(RunningProcess.running([gameID]).isEmpty, "the fork chain came back")
+    }
+
     /// A package upgrade's staging file (`PATH.dpkg-new`) is shielded as soon as it appears.
     @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/setpriv"), "needs setpriv"))
     func anUpgradesStagingFileIsShielded() throws {
