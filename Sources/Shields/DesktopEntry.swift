@@ -8,6 +8,9 @@ struct DesktopEntry: Equatable {
     /// The `Exec=` command line, split into arguments as the Desktop Entry Specification
     /// says (double quotes, backslash escapes); empty when there is none.
     var arguments: [String]
+    /// The `Exec=` command lines of the entry's actions (`[Desktop Action NAME]` groups, which a
+    /// launcher offers in the entry's menu).
+    var actionArguments: [[String]] = []
 
     /// The largest `.desktop` file read. Real ones are a few kilobytes (translations included);
     /// anything larger is refused, so a huge (or sparse) file cannot stall the daemon.
@@ -15,31 +18,38 @@ struct DesktopEntry: Equatable {
 
     init?(_ text: String) {
         var inEntry = false
+        var inAction = false
         var seenEntry = false
         var categories: Set<String> = []
         var exec: String?
-        for line in text.split(separator: "\n") {
-            let trimmed = line.trimmingCharacters(in: .whitespaces)
+        var actions: [String] = []
+        // Lines end in LF or CRLF.
+        for line in text.split(whereSeparator: { $0 == "\n" || $0 == "\r\n" }) {
+            let trimmed = line.trimmingCharacters(in: .whitespacesAndNewlines)
             if trimmed.hasPrefix("[") {
                 inEntry = trimmed == "[Desktop Entry]"
+                inAction = trimmed.hasPrefix("[Desktop Action ")
                 seenEntry = seenEntry || inEntry
                 continue
             }
-            guard inEntry, let equals = trimmed.firstIndex(of: "=") else { continue }
+            guard inEntry || inAction, let equals = trimmed.firstIndex(of: "=") else { continue }
             let key = trimmed[..<equals].trimmingCharacters(in: .whitespaces)
             let value = Self.unescape(
                 trimmed[trimmed.index(after: equals)...].trimmingCharacters(in: .whitespaces))
-            switch key {
-            case "Categories":
+            switch (key, inEntry) {
+            case ("Categories", true):
                 categories = Set(value.split(separator: ";").map(String.init))
-            case "Exec":
+            case ("Exec", true):
                 exec = value
+            case ("Exec", false):
+                actions.append(value)
             default: break
             }
         }
         guard seenEntry else { return nil }
         self.categories = categories
         self.arguments = exec.map(Self.split) ?? []
+        self.actionArguments = actions.map(Self.split)
     }
 
     /// The string escapes of every value: `\s`, `\n`, `\t`, `\r` and `\\`.
@@ -135,8 +145,15 @@ struct DesktopEntry: Equatable {
         "distrobox", "toolbox", "dbus-launch", "dbus-send", "gdbus",
     ]
 
+    /// What launching the entry or one of its actions runs.
+    var programs: [Program] {
+        ([arguments] + actionArguments).map(Self.program(of:)).filter { $0 != .none }
+    }
+
     /// The program launching this entry runs, after wrappers; for an interpreter, its script.
-    var program: Program {
+    var program: Program { Self.program(of: arguments) }
+
+    static func program(of arguments: [String]) -> Program {
         var words = arguments[...]
         while let first = words.first {
             let name = Self.baseName(first)
@@ -206,7 +223,7 @@ struct DesktopEntryReader {
     mutating func entries(in folders: [String]) -> [(path: String, entry: Result<DesktopEntry, Refusal>)] {
         var result: [(String, Result<DesktopEntry, Refusal>)] = []
         var seen: Set<String> = []
-        for folder in folders {
+        for folder in folders.flatMap({ Self.withSubfolders($0) }) {
             guard let names = try? FileManager.default.contentsOfDirectory(atPath: folder) else { continue }
             let desktop = names.filter { $0.hasSuffix(".desktop") }.sorted()
             if desktop.count > Self.maximumEntriesPerFolder {
@@ -231,6 +248,28 @@ struct DesktopEntryReader {
             }
         }
         cache = cache.filter { seen.contains($0.key) }
+        return result
+    }
+
+    /// `folder` and the folders under it (entries in subfolders are valid desktop entries, with
+    /// ids like `vendor-game.desktop`), at most three levels deep and 256 folders, not following
+    /// links to folders.
+    static func withSubfolders(_ folder: String) -> [String] {
+        var result: [String] = []
+        var pending: [(String, Int)] = [(folder, 0)]
+        while let (current, depth) = pending.popLast(), result.count < 256 {
+            result.append(current)
+            guard depth < 3, let names = try? FileManager.default.contentsOfDirectory(atPath: current) else {
+                continue
+            }
+            for name in names.sorted().reversed() {
+                var info = stat()
+                let path = "\(current)/\(name)"
+                if lstat(path, &info) == 0 && info.st_mode & mode_t(Glibc.S_IFMT) == mode_t(Glibc.S_IFDIR) {
+                    pending.append((path, depth + 1))
+                }
+            }
+        }
         return result
     }
 

@@ -469,16 +469,18 @@ public final class ExecDenyShield: Shield {
                 problems.append("\(path): \(refusal.reason)")
             case .success(let entry):
                 guard entry.categories.contains(category) else { continue }
-                switch entry.program {
-                case .none:
-                    continue
-                case .unshieldable(let reason):
-                    problems.append(
-                        "\(path): \(reason); not shielded (name its program as an executable target)")
-                case .file(let program):
-                    let found = resolveProgram(program, extra: TrustedPath.controllers(ofFile: path))
-                    files += found.files
-                    problems += found.problems.map { "\(path): \($0)" }
+                for program in entry.programs {
+                    switch program {
+                    case .none:
+                        continue
+                    case .unshieldable(let reason):
+                        problems.append(
+                            "\(path): \(reason); not shielded (name its program as an executable target)")
+                    case .file(let program):
+                        let found = resolveProgram(program, extra: TrustedPath.controllers(ofFile: path))
+                        files += found.files
+                        problems += found.problems.map { "\(path): \($0)" }
+                    }
                 }
             }
         }

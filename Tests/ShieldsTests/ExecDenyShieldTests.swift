@@ -434,6 +434,17 @@ struct ExecDenyShieldTests {
         #expect(try run(other) == 0)  // the oversize entry's program was not shielded
     }
 
+    /// Entries in subfolders of an application folder are entries too (`vendor-game.desktop`).
+    @Test func anEntryInASubfolderIsRead() throws {
+        let applications = folder.appendingPathComponent("applications").path
+        #expect(mkdir(applications, 0o755) == 0 && mkdir(applications + "/vendor", 0o755) == 0)
+        try "[Desktop Entry]\nExec=\(program)\nCategories=Game;\n".write(
+            toFile: applications + "/vendor/game.desktop", atomically: true, encoding: .utf8)
+        let shield = try ExecDenyShield(applicationDirectories: [applications])
+        try shield.apply([Target(kind: .desktopCategory, value: "Game")], context: ShieldContext(store: "g"))
+        #expect(try run(program) == 126)
+    }
+
     /// An entry that runs a shell command line must not get the shell denied to everyone.
     @Test func aShellCommandLineEntryDoesNotShieldTheShell() throws {
         let applications = folder.appendingPathComponent("applications").path
@@ -542,6 +553,20 @@ struct DesktopEntryTests {
                 == .unshieldable("runs through flatpak, which starts programs the shield cannot see"))
         #expect(program("steam steam://rungameid/1") == .file("steam"))
         #expect(program("%U") == DesktopEntry.Program.none)
+    }
+
+    /// Found by an attack: CRLF line endings and programs named only in an action were missed.
+    @Test func readsCRLFLinesAndTheActionsPrograms() throws {
+        let entry = try #require(
+            DesktopEntry(
+                "[Desktop Entry]\r\nExec=/opt/game/run\r\nCategories=Game;\r\n[Desktop Action editor]\r\nExec=/opt/game/editor %f\r\n"
+            ))
+        #expect(entry.categories == ["Game"])
+        #expect(entry.programs == [.file("/opt/game/run"), .file("/opt/game/editor")])
+        let onlyAction = try #require(
+            DesktopEntry(
+                "[Desktop Entry]\nCategories=Game;\nActions=play;\n[Desktop Action play]\nExec=/opt/g\n"))
+        #expect(onlyAction.programs == [.file("/opt/g")])
     }
 
     @Test func essentialProgramsAreNeverShielded() {
