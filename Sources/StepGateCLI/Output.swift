@@ -105,3 +105,38 @@ func leftPad(_ text: String, _ width: Int) -> String {
 func rightPad(_ text: String, _ width: Int) -> String {
     text.count >= width ? text : text + String(repeating: " ", count: width - text.count)
 }
+
+/// `text` with its control characters (C0, DEL, C1: newlines and terminal escapes among them)
+/// shown as `\u{XX}` instead of sent to the terminal or log: text that can carry a name a user
+/// chose must not rewrite what root sees.
+func visible(_ text: String) -> String {
+    guard text.unicodeScalars.contains(where: isControl) else { return text }
+    var out = ""
+    for scalar in text.unicodeScalars {
+        if isControl(scalar) {
+            out += "\\u{" + String(scalar.value, radix: 16, uppercase: true) + "}"
+        } else {
+            out.unicodeScalars.append(scalar)
+        }
+    }
+    return out
+}
+
+/// Serialized JSON with DEL and the C1 control characters escaped too (JSON requires it only
+/// for C0), so printing it cannot send a terminal escape.
+func visibleJSON(_ json: String) -> String {
+    guard json.unicodeScalars.contains(where: { $0.value >= 0x7F && $0.value <= 0x9F }) else { return json }
+    var out = ""
+    for scalar in json.unicodeScalars {
+        if scalar.value >= 0x7F && scalar.value <= 0x9F {
+            out += "\\u00" + String(scalar.value, radix: 16)
+        } else {
+            out.unicodeScalars.append(scalar)
+        }
+    }
+    return out
+}
+
+private func isControl(_ scalar: Unicode.Scalar) -> Bool {
+    scalar.value < 0x20 || (scalar.value >= 0x7F && scalar.value <= 0x9F)
+}

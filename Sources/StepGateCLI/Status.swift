@@ -23,7 +23,7 @@ struct Status: Command {
         let answer = try ControlClient.send(["command": "status"], socket: socket)
         if json {
             let data = try JSONSerialization.data(withJSONObject: answer, options: [.sortedKeys])
-            print(String(decoding: data, as: UTF8.self))
+            print(visibleJSON(String(decoding: data, as: UTF8.self)))
         }
         guard answer["ok"] as? Bool == true else {
             throw ControlSocketError(
@@ -32,15 +32,21 @@ struct Status: Command {
         if json { return }
         let today = answer["stepsToday"] as? Int ?? 0
         let sinceStart = answer["stepsSinceStart"] as? Int ?? 0
-        print("input: \(answer["input"] as? String ?? "?"), \(today) steps today (\(sinceStart) since start)")
+        print(
+            "input: \(visible(answer["input"] as? String ?? "?")), \(today) steps today (\(sinceStart) since start)"
+        )
         for store in (answer["stores"] as? [[String: Any]]) ?? [] {
-            let name = store["name"] as? String ?? "?"
+            // Every text from the daemon may carry a name a user chose (a file name, a store):
+            // control characters are shown, never sent to the terminal.
+            let name = visible(store["name"] as? String ?? "?")
             var line = "\(name): " + ((store["shielded"] as? Bool) == true ? "shielded" : "open")
             if let owners = store["owners"] as? [String], !owners.isEmpty {
-                line += " (held by \(owners.joined(separator: ", ")))"
+                line += " (held by \(visible(owners.joined(separator: ", "))))"
             }
-            if let until = store["unlockedUntil"] as? String { line += ", unlocked until \(until)" }
-            if let until = store["emergencyUntil"] as? String { line += ", emergency unlock until \(until)" }
+            if let until = store["unlockedUntil"] as? String { line += ", unlocked until \(visible(until))" }
+            if let until = store["emergencyUntil"] as? String {
+                line += ", emergency unlock until \(visible(until))"
+            }
             if let goal = store["nextGoal"] as? Int, let steps = store["steps"] as? Int {
                 line += ", \(steps)/\(goal) steps"
             }
@@ -48,14 +54,14 @@ struct Status: Command {
                 line += ", \(store["unlocksToday"] as? Int ?? 0)/\(cap) unlocks today"
             }
             if let health = store["shieldHealth"] as? String, health != "ok" {
-                line += "\n  shield failing: \(health)"
+                line += "\n  shield failing: \(visible(health))"
             }
-            if let note = store["note"] as? String { line += "\n  \(note)" }
+            if let note = store["note"] as? String { line += "\n  \(visible(note))" }
             print(line)
         }
         print("emergency unlocks left this week: \(answer["emergencyRemaining"] as? Int ?? 0)")
-        if let next = answer["nextChange"] as? String { print("next change: \(next)") }
-        for problem in (answer["problems"] as? [String]) ?? [] { print("problem: \(problem)") }
+        if let next = answer["nextChange"] as? String { print("next change: \(visible(next))") }
+        for problem in (answer["problems"] as? [String]) ?? [] { print("problem: \(visible(problem))") }
         if let kinds = answer["unenforcedKinds"] as? [String], !kinds.isEmpty {
             print("not enforced on this machine: \(kinds.joined(separator: ", "))")
         }

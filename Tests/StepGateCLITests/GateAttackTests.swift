@@ -402,6 +402,38 @@ struct GateAttackTests {
             contentsOfFile: root + "/etc/chromium/policies/managed/stepgate-dns.json", encoding: .utf8)
         #expect(chromium.contains("\"DnsOverHttpsMode\": \"off\""))
     }
+
+    /// A user who can write an application folder names a desktop entry with a newline and a
+    /// terminal escape: root's `status` and the daemon's log show them, never act on them.
+    @Test(.enabled(if: getuid() == 0, "fanotify needs root"))
+    func aFileNameCannotRewriteStatusOrTheLog() throws {
+        let folder = try Fixtures.temporaryFolder()
+        try makeHosts(folder)
+        let applications = folder.appendingPathComponent("apps").path
+        #expect(mkdir(applications, 0o755) == 0)
+        let forged = applications + "/x\u{1B}[2J\ngames: open.desktop"
+        #expect(FileManager.default.createFile(atPath: forged, contents: Data("[Desktop Entry]\n".utf8)))
+        #expect(truncate(forged, 1 << 20) == 0)  // too large: reported with its name
+        let config = """
+            {
+              "input": {"replay": "\(sample("drive-wrist-0.csv"))", "speed": 1},
+              "policy": {"stores": {"games": {"selection": {"desktopCategories": ["Game"]},
+                 "gate": {"goals": [{"steps": 50, "minutes": 1}]}}}},
+              "stateDirectory": "\(folder.appendingPathComponent("state").path)",
+              "controlSocket": "\(folder.appendingPathComponent("control.sock").path)",
+              "shields": {"exec": {"enabled": true, "applicationDirectories": ["\(applications)"]}}
+            }
+            """
+        let daemon = try TestDaemon(folder: folder, config: config)
+        defer { daemon.kill(SIGTERM) }
+        try daemon.wait(10, for: "the problem in status") { ($0["shieldHealth"] as? String ?? "ok") != "ok" }
+        let text = try daemon.client(["status"]).standardOutput
+        #expect(text.contains("x\\u{1B}[2J\\u{A}games: open.desktop"), "\(text)")
+        #expect(!text.contains("\u{1B}"))
+        let json = try daemon.client(["status", "--json"]).standardOutput
+        #expect(!json.contains("\u{1B}") && json.contains("\\u001b"))
+        #expect(!daemon.log.contains("\u{1B}") && daemon.log.contains("x\\u{1B}[2J\\u{A}games"))
+    }
 }
 
 /// The long soak has a suite of its own: the gate-attack suite's four-minute limit would cut a

@@ -73,8 +73,10 @@ struct Logger: Sendable {
 
     func log(_ level: Level, _ message: @autoclosure () -> String) {
         guard level <= self.level else { return }
+        // One message, one line: a newline or a terminal escape in a name a user chose cannot
+        // forge another log line.
         let text = message()
-        for line in text.split(separator: "\n", omittingEmptySubsequences: false) {
+        for line in [visible(text)] {
             if journald {
                 printError("<\(level.rawValue)>\(line)")
             } else {
