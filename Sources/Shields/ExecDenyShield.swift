@@ -388,6 +388,12 @@ public final class ExecDenyShield: Shield {
             }
             marked[id] = nil
         }
+        // A desktop entry added or changed is noticed at once, not at the next tick.
+        if all.contains(where: { $0.kind == .desktopCategory }) {
+            for directory in applicationDirectories {
+                folders.formUnion(DesktopEntryReader.withSubfolders(directory))
+            }
+        }
         watcher?.watch(folders)
         storeFiles = sticky.mapValues { $0.values.reduce(into: Set()) { $0.formUnion($1) } }
         var result: [String: ShieldError] = [:]

@@ -445,6 +445,23 @@ struct ExecDenyShieldTests {
         #expect(try run(program) == 126)
     }
 
+    /// A game installed while its category is shielded is noticed at once: the application
+    /// folder is watched, and the owner is told to recheck.
+    @Test func aNewDesktopEntryIsNoticedAtOnce() throws {
+        let applications = folder.appendingPathComponent("applications").path
+        #expect(mkdir(applications, 0o755) == 0)
+        let shield = try ExecDenyShield(applicationDirectories: [applications])
+        let changed = Mutex(0)
+        shield.onChange = { changed.withLock { $0 += 1 } }
+        try shield.apply([Target(kind: .desktopCategory, value: "Game")], context: ShieldContext(store: "g"))
+        try "[Desktop Entry]\nExec=\(program)\nCategories=Game;\n".write(
+            toFile: applications + "/new.desktop", atomically: true, encoding: .utf8)
+        for _ in 0..<100 where changed.withLock({ $0 }) == 0 { usleep(10_000) }
+        #expect(changed.withLock { $0 } > 0)
+        #expect(shield.recheck().isEmpty)
+        #expect(try run(program) == 126)
+    }
+
     /// An entry that runs a shell command line must not get the shell denied to everyone.
     @Test func aShellCommandLineEntryDoesNotShieldTheShell() throws {
         let applications = folder.appendingPathComponent("applications").path
