@@ -19,14 +19,18 @@ let package = Package(
         .target(name: "Tuning", dependencies: ["StepDetection", "SensorInput"]),
         // The shared unlock policy: pure engine, config, versioned state (Foundation only).
         .target(name: "UnlockPolicy"),
+        // The system side of files: atomic durable writes, folder checks, the policy's state file.
+        .target(name: "SystemFiles", dependencies: ["UnlockPolicy"]),
         // Linux interfaces Glibc's module lacks (fanotify, adjtimex).
         .systemLibrary(name: "CLinux"),
         // Enforcers of the policy's effects, one file per shield.
-        .target(name: "Shields", dependencies: ["UnlockPolicy", "CLinux"]),
+        .target(name: "Shields", dependencies: ["UnlockPolicy", "SystemFiles", "CLinux"]),
         // The imperative shell: one file per subcommand.
         .target(
             name: "StepGateCLI",
-            dependencies: ["StepDetection", "SensorInput", "Tuning", "UnlockPolicy", "Shields", "CLinux"]),
+            dependencies: [
+                "StepDetection", "SensorInput", "Tuning", "UnlockPolicy", "SystemFiles", "Shields", "CLinux",
+            ]),
         .executableTarget(name: "stepgate", dependencies: ["StepGateCLI"]),
         // Test support: fakes and fixture loading, for test targets only.
         .target(name: "StepGateTestSupport", dependencies: ["SensorInput", "StepDetection"]),
@@ -34,8 +38,10 @@ let package = Package(
         .testTarget(name: "StepDetectionTests", dependencies: ["StepDetection", "StepGateTestSupport"]),
         .testTarget(name: "SensorInputTests", dependencies: ["SensorInput", "StepGateTestSupport"]),
         .testTarget(
-            name: "UnlockPolicyTests", dependencies: ["UnlockPolicy", "StepGateTestSupport"],
+            name: "UnlockPolicyTests", dependencies: ["UnlockPolicy", "SystemFiles", "StepGateTestSupport"],
             resources: [.copy("Scenarios")]),
+        .testTarget(
+            name: "SystemFilesTests", dependencies: ["SystemFiles", "UnlockPolicy", "StepGateTestSupport"]),
         .testTarget(
             name: "ShieldsTests", dependencies: ["Shields", "UnlockPolicy", "StepGateTestSupport", "CLinux"]),
         .testTarget(

@@ -1,4 +1,5 @@
 import Foundation
+import SystemFiles
 public import UnlockPolicy
 
 /// The browsers' managed policies that keep DNS over HTTPS off, so a blocked domain cannot be

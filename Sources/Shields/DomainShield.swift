@@ -1,5 +1,6 @@
 internal import CLinux
 import Foundation
+import SystemFiles
 public import UnlockPolicy
 
 /// Blocks web domains with a managed block in a hosts-format file (default `/etc/hosts`) or a

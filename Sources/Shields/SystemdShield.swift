@@ -1,4 +1,5 @@
 import Foundation
+import SystemFiles
 public import UnlockPolicy
 
 /// Shields systemd units: on apply, stop the unit and mask it for this boot

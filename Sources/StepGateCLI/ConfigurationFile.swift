@@ -1,5 +1,6 @@
 import Foundation
 import StepDetection
+import SystemFiles
 import Tuning
 import UnlockPolicy
 

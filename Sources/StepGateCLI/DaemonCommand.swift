@@ -1,5 +1,6 @@
 import Foundation
 import Shields
+import SystemFiles
 import UnlockPolicy
 
 /// `stepgate daemon`: the live pipeline with shields and the control socket.

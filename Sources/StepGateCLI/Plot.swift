@@ -1,6 +1,7 @@
 import Foundation
 import SensorInput
 import StepDetection
+import SystemFiles
 import Tuning
 
 /// `stepgate plot`: draws one recording's filtered signal, threshold and steps as SVG.

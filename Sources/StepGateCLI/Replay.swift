@@ -1,6 +1,7 @@
 import Foundation
 import SensorInput
 import StepDetection
+import SystemFiles
 import Tuning
 import UnlockPolicy
 

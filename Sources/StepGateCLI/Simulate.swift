@@ -1,4 +1,5 @@
 import Foundation
+import SystemFiles
 import UnlockPolicy
 
 /// `stepgate simulate`: runs a scripted scenario through the unlock policy.

@@ -1,5 +1,6 @@
 import Foundation
 @preconcurrency import Glibc
+import SystemFiles
 import UnlockPolicy
 
 /// Today's step count on disk, so a restart or a device gap never loses the day's steps:

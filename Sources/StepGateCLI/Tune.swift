@@ -2,6 +2,7 @@ import Dispatch
 import Foundation
 import StepDetection
 import Synchronization
+import SystemFiles
 import Tuning
 import UnlockPolicy
 

@@ -2,6 +2,7 @@ import Foundation
 import StepGateTestSupport
 import Testing
 
+@testable import SystemFiles
 @testable import UnlockPolicy
 
 @Suite("8. Persisted state")

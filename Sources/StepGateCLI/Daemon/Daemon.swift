@@ -5,6 +5,7 @@ import SensorInput
 import Shields
 import StepDetection
 import Synchronization
+import SystemFiles
 import UnlockPolicy
 
 /// Something the daemon's loop reacts to. Producers (input, timer, control socket, signals,

@@ -1,6 +1,7 @@
 import Foundation
 import Shields
 import StepDetection
+import SystemFiles
 import UnlockPolicy
 
 /// The daemon's one configuration file: detector, policy, input, shields, paths.

@@ -2,8 +2,9 @@ import Foundation
 import StepGateTestSupport
 import Synchronization
 import Testing
+import UnlockPolicy
 
-@testable import UnlockPolicy
+@testable import SystemFiles
 
 private func temporaryDirectory(_ mode: mode_t = 0o755) throws -> String {
     let path = try TemporaryFolders.make("safety").path
@@ -324,5 +325,12 @@ struct DurableFileOrderTests {
         #expect(!renamed.withLock { $0 })
         #expect(try DurableFile.read(path) == Array("old\n".utf8))
         #expect(try FileManager.default.contentsOfDirectory(atPath: folder.path) == ["state.json"])
+    }
+}
+
+extension Result {
+    fileprivate var error: Failure? {
+        if case .failure(let e) = self { return e }
+        return nil
     }
 }
