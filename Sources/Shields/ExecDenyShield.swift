@@ -51,12 +51,8 @@ public final class ExecDenyShield: Shield {
     private let runningAction: @Sendable (String) -> RunningProgramAction
     /// Between SIGTERM and SIGKILL.
     private let gracePeriod: Duration
-    /// When each store was last shielded (the start of its programs' grace period).
-    private var shieldedSince: [String: ContinuousClock.Instant] = [:]
-    /// Processes sent SIGTERM (each once).
-    private var terminating: Set<RunningProcess> = []
-    /// Rechecks so far (the deep process scan runs on some of them).
-    private var checks = 0
+    /// Ends what runs a shielded program, off the shield's own path (see ``Reaper``).
+    private let reaper: Reaper
     /// Reads the application folders' `.desktop` files, remembering them until they change.
     private var desktopReader = DesktopEntryReader()
 
@@ -128,6 +124,7 @@ public final class ExecDenyShield: Shield {
             _ = fcntl(inherited, F_SETFL, fcntl(inherited, F_GETFL) | O_NONBLOCK)
             group = inherited
             denied = Denied(privilegedGroup: privilegedGroup)
+            reaper = Reaper(privilegedGroup: privilegedGroup, grace: gracePeriod)
             denied.answering.store(false, ordering: .relaxed)
             watcher = FolderWatcher()
             let thread = Thread { [group, denied] in ExecDenyShield.respond(group: group, denied: denied) }
@@ -157,6 +154,7 @@ public final class ExecDenyShield: Shield {
         }
         group = fd
         denied = Denied(privilegedGroup: privilegedGroup)
+        reaper = Reaper(privilegedGroup: privilegedGroup, grace: gracePeriod)
         watcher = FolderWatcher()
         let thread = Thread { [group, denied] in
             ExecDenyShield.respond(group: group, denied: denied)
@@ -176,6 +174,7 @@ public final class ExecDenyShield: Shield {
         }
         close(group)  // the kernel allows every pending event of a closed group
         watcher?.stop()
+        reaper.stop()
     }
 
     /// The fanotify group's descriptor, to hand to systemd's file descriptor store so the marks
@@ -215,67 +214,20 @@ public final class ExecDenyShield: Shield {
         targets[context.store]?.subtract(selection)
         if targets[context.store]?.isEmpty == true { targets[context.store] = nil }
         defer {
-            // Programs stopped while shielded go on, unless another store still shields them.
+            // Programs stopped while shielded go on, unless another store still shields them
+            // (the reaper does it, after it has stopped acting for this store).
             let stillShielded = denied.files.withLock { Set($0.keys) }
-            for process in RunningProcess.running(before.subtracting(stillShielded))
-            where process.state == "T" {
-                process.signal(SIGCONT)
-            }
+            actOnRunningPrograms(resume: before.subtracting(stillShielded))
         }
         try refresh()
     }
 
-    /// Carries out each shielded store's ``RunningProgramAction`` on its programs that run now.
-    /// Carries out each shielded store's ``RunningProgramAction`` on its programs that run now
-    /// (as their executable, through the dynamic loader, or held open from an unlock).
-    ///
-    /// `terminate`: SIGTERM once per process; once the grace period since the store was shielded
-    /// is over, every process still (or newly) running a shielded program — a child forked by a
-    /// program that ignores SIGTERM included — is stopped (SIGSTOP, which cannot be ignored, in
-    /// sweeps until none runs, so a fast forker is caught too) and killed.
-    private func actOnRunningPrograms() {
-        checks += 1
-        // The deep scan (memory maps, descriptors) costs more: at a relock, then every tenth check.
-        let deep = checks % 10 == 1 || storeFiles.keys.contains { shieldedSince[$0] == nil }
-        let now = ContinuousClock.now
-        for store in storeFiles.keys where shieldedSince[store] == nil { shieldedSince[store] = now }
-        for store in shieldedSince.keys where storeFiles[store] == nil { shieldedSince[store] = nil }
-        var warned: [RunningProcess] = []
-        for (store, files) in storeFiles.sorted(by: { $0.key < $1.key }) {
-            let action = runningAction(store)
-            guard action != .leave else { continue }
-            let privilegedGroup = denied.privilegedGroup
-            let gated = { (process: RunningProcess) in
-                // The gate is for gated users: root's and the admin group's processes run on.
-                ProcessCredentials(pid: process.pid)?.isPrivileged(group: privilegedGroup) == false
-            }
-            switch action {
-            case .stop:
-                for process in RunningProcess.running(files, deep: deep)
-                where gated(process) && process.state != "T" {
-                    process.signal(SIGSTOP)
-                }
-            case .terminate:
-                if let since = shieldedSince[store], now - since >= gracePeriod {
-                    Self.stopAndKill { RunningProcess.running(files, deep: deep).filter(gated) }
-                    continue
-                }
-                for process in RunningProcess.running(files, deep: deep) where gated(process) {
-                    if terminating.insert(process).inserted {
-                        process.signal(SIGTERM)
-                        process.signal(SIGCONT)  // a stopped process must run to handle SIGTERM
-                        warned.append(process)
-                    }
-                }
-            case .leave: break
-            }
-        }
-        terminating = terminating.filter(\.isAlive)
-        guard !warned.isEmpty else { return }
-        let grace = Double(gracePeriod.components.seconds) + Double(gracePeriod.components.attoseconds) / 1e18
-        DispatchQueue.global().asyncAfter(deadline: .now() + grace) { [warned] in
-            for process in warned { process.signal(SIGKILL) }
-        }
+    /// Hands the shielded stores' files and actions to the reaper, which ends (or stops) what
+    /// runs them on a thread of its own; marking never waits on it.
+    private func actOnRunningPrograms(resume: Set<FileID> = []) {
+        var stores: [String: (files: Set<FileID>, action: RunningProgramAction)] = [:]
+        for (store, files) in storeFiles { stores[store] = (files, runningAction(store)) }
+        reaper.update(stores, resume: resume)
     }
 
     /// Stops every process `find` returns, in sweeps until none of them runs (a stopped process

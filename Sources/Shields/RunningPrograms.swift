@@ -20,26 +20,28 @@ struct RunningProcess: Hashable, Sendable {
     /// The one-letter state (`R`, `S`, `T` for stopped, …).
     var state: Character
 
-    /// Every process that runs one of `files` (compared by device and inode): as its executable
-    /// and, with `deep`, also mapped into its memory (a program started through the dynamic
-    /// loader, whose executable is the loader) or held open (a descriptor kept from an unlock,
-    /// from which the bytes could be copied and run).
-    static func running(_ files: Set<ExecDenyShield.FileID>, deep: Bool = false) -> [RunningProcess] {
+    /// Every process that runs one of `files` (compared by device and inode): mapped into its
+    /// memory (its executable, or a program started through the dynamic loader, whose
+    /// executable is the loader) and, with `deep`, held open (a descriptor kept from an unlock,
+    /// from which the bytes could be copied and run). `include` picks the processes worth
+    /// looking at (by their credentials) before their mappings and descriptors are read.
+    ///
+    /// Nothing here touches the files a process uses: `maps` and `fdinfo` are read from `/proc`
+    /// (no `stat` through `/proc/PID/exe` or `/proc/PID/fd`), so a process holding a file on a
+    /// hung file system (a FUSE mount that never answers) cannot stall the scan.
+    static func running(
+        _ files: Set<ExecDenyShield.FileID>, deep: Bool = false, include: (Int32) -> Bool = { _ in true }
+    ) -> [RunningProcess] {
         guard !files.isEmpty, let entries = try? FileManager.default.contentsOfDirectory(atPath: "/proc")
         else {
             return []
         }
         let inodes = Set(files.map(\.inode))
+        let mounts = deep ? mountIDs(of: Set(files.map(\.device))) : []
         var found: [RunningProcess] = []
         for entry in entries {
-            guard let pid = Int32(entry), pid > 1, pid != getpid() else { continue }
-            var info = stat()
-            var matches =
-                stat("/proc/\(pid)/exe", &info) == 0
-                && files.contains(.init(device: UInt64(info.st_dev), inode: UInt64(info.st_ino)))
-            if !matches && deep {
-                matches = maps(pid, files, inodes) || holds(pid, files)
-            }
+            guard let pid = Int32(entry), pid > 1, pid != getpid(), include(pid) else { continue }
+            let matches = maps(pid, files, inodes) || (deep && holds(pid, inodes, mounts))
             guard matches, let process = RunningProcess(pid: pid) else { continue }
             found.append(process)
         }
@@ -61,26 +63,60 @@ struct RunningProcess: Hashable, Sendable {
             guard numbers.count == 2, let major = UInt64(numbers[0], radix: 16),
                 let minor = UInt64(numbers[1], radix: 16)
             else { continue }
-            // glibc's makedev.
-            let device =
-                ((major & 0xFFF) << 8) | (minor & 0xFF) | ((minor & ~0xFF) << 12) | ((major & ~0xFFF) << 32)
-            if files.contains(.init(device: device, inode: inode)) { return true }
+            if files.contains(.init(device: makeDevice(major, minor), inode: inode)) { return true }
         }
         return false
     }
 
-    /// Whether one of the process's open descriptors is one of `files`.
-    private static func holds(_ pid: Int32, _ files: Set<ExecDenyShield.FileID>) -> Bool {
-        guard let descriptors = try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd") else {
+    /// glibc's `makedev`.
+    static func makeDevice(_ major: UInt64, _ minor: UInt64) -> UInt64 {
+        ((major & 0xFFF) << 8) | (minor & 0xFF) | ((minor & ~0xFF) << 12) | ((major & ~0xFFF) << 32)
+    }
+
+    /// The ids of the mounts (this process's view) of the devices `devices`.
+    static func mountIDs(of devices: Set<UInt64>) -> Set<Int> {
+        guard let text = try? String(contentsOfFile: "/proc/self/mountinfo", encoding: .utf8) else {
+            return []
+        }
+        var result: Set<Int> = []
+        for line in text.split(separator: "\n") {
+            let fields = line.split(separator: " ", maxSplits: 3)
+            guard fields.count >= 3, let id = Int(fields[0]) else { continue }
+            let numbers = fields[2].split(separator: ":")
+            guard numbers.count == 2, let major = UInt64(numbers[0]), let minor = UInt64(numbers[1]) else {
+                continue
+            }
+            if devices.contains(makeDevice(major, minor)) { result.insert(id) }
+        }
+        return result
+    }
+
+    /// Whether one of the process's open descriptors is one of `files` (see ``running``).
+    static func holdsOpen(_ pid: Int32, _ files: Set<ExecDenyShield.FileID>) -> Bool {
+        holds(pid, Set(files.map(\.inode)), mountIDs(of: Set(files.map(\.device))))
+    }
+
+    /// Whether one of the process's open descriptors is one of the files, by the inode and mount
+    /// in `/proc/PID/fdinfo` (at most 65,536 descriptors are read).
+    private static func holds(_ pid: Int32, _ inodes: Set<UInt64>, _ mounts: Set<Int>) -> Bool {
+        guard let descriptors = try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fdinfo")
+        else {
             return false
         }
-        for descriptor in descriptors {
-            var info = stat()
-            if stat("/proc/\(pid)/fd/\(descriptor)", &info) == 0,
-                files.contains(.init(device: UInt64(info.st_dev), inode: UInt64(info.st_ino)))
-            {
-                return true
+        for descriptor in descriptors.prefix(65_536) {
+            guard let text = try? String(contentsOfFile: "/proc/\(pid)/fdinfo/\(descriptor)", encoding: .utf8)
+            else { continue }
+            var inode: UInt64?
+            var mount: Int?
+            for line in text.split(separator: "\n") {
+                if line.hasPrefix("ino:") {
+                    inode = UInt64(line.dropFirst(4).trimmingCharacters(in: .whitespaces))
+                }
+                if line.hasPrefix("mnt_id:") {
+                    mount = Int(line.dropFirst(7).trimmingCharacters(in: .whitespaces))
+                }
             }
+            if let inode, inodes.contains(inode), let mount, mounts.contains(mount) { return true }
         }
         return false
     }

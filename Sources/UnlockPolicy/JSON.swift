@@ -53,7 +53,7 @@ package enum JSONValue: Sendable, Hashable {
     }
 
     /// The value as it would appear in JSON, shortened for error messages.
-    var excerpt: String {
+    package var excerpt: String {
         let text = serialized()
         return text.count > 40 ? String(text.prefix(37)) + "..." : text
     }
@@ -321,7 +321,7 @@ private struct JSONParser {
 
 extension JSONValue {
     /// Compact JSON text, keys in their stored order.
-    func serialized() -> String {
+    package func serialized() -> String {
         var out = ""
         write(to: &out, indent: nil, level: 0)
         return out

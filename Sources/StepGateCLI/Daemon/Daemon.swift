@@ -432,6 +432,9 @@ final class Daemon {
         failures[outcome.store, default: [:]][key] = outcome.error
         if failures[outcome.store]?.isEmpty == true { failures[outcome.store] = nil }
         guard let message = outcome.error else {
+            if outcome.action != .recheck {
+                log.debug("\(outcome.store): \(outcome.shield) shield: \(outcome.action.rawValue) done")
+            }
             if before != nil { log.notice("\(outcome.store): \(outcome.shield) shield in force again") }
             return
         }
@@ -484,7 +487,7 @@ final class Daemon {
             if let error = reload() {
                 refuse("\(error); the old configuration stays in force")
             } else {
-                request.respond(#"{"ok":true}"#)
+                workers.whenDone(timeout: .seconds(5)) { request.respond(#"{"ok":true}"#) }
             }
         case .lock, .skip, .emergency:
             guard let command = request.command.policyCommand(by: "uid \(request.peer.uid)") else { return }
@@ -498,7 +501,10 @@ final class Daemon {
                 if case .notify(let notice) = $0 { return notice.kind == .refused }
                 return false
             }
-            request.respond("{\"ok\":\(!refused),\"events\":[\(notices.joined(separator: ","))]}")
+            // Answered once the shields have done what the command asked (at most 5 s: a slow
+            // hook does not hold the answer), so `stepgate lock` returns with the lock in force.
+            let reply = "{\"ok\":\(!refused),\"events\":[\(notices.joined(separator: ","))]}"
+            workers.whenDone(timeout: .seconds(5)) { request.respond(reply) }
         }
     }
 

@@ -79,25 +79,30 @@ struct DaemonConfiguration {
         "input", "detector", "policy", "stateDirectory", "controlSocket", "adminGroup", "shields", "messages",
     ]
 
-    /// Reads and checks a configuration file; errors name the file and the key path.
+    /// Reads and checks a configuration file; errors name the file and the key path. The file is
+    /// read by the strict JSON reader the policy uses (duplicate keys refused, `true`, `1` and
+    /// `1.0` kept apart), once.
     static func load(path: String) throws -> DaemonConfiguration {
-        let data = Data(try readConfigurationFile(path: path))
+        let bytes = try readConfigurationFile(path: path)
+        let document: JSONValue
         do {
-            try StrictJSON.validate(Array(data))
+            document = try JSONValue.parse(bytes: bytes)
         } catch {
             throw ConfigurationFileError(path: path, message: "not valid JSON: \(error)")
         }
-        guard let root = try? JSONSerialization.jsonObject(with: data) as? [String: Any] else {
+        guard case .object(let members) = document else {
             throw ConfigurationFileError(path: path, message: "expected a JSON object at the top level")
         }
         do {
-            return try parse(root, text: String(decoding: data, as: UTF8.self), path: path)
+            return try parse(
+                Dictionary(members, uniquingKeysWith: { first, _ in first }),
+                text: String(decoding: bytes, as: UTF8.self), path: path)
         } catch let error as JSONPathError {
             throw ConfigurationFileError(path: path, message: error.description)
         }
     }
 
-    static func parse(_ root: [String: Any], text: String, path: String) throws -> DaemonConfiguration {
+    static func parse(_ root: [String: JSONValue], text: String, path: String) throws -> DaemonConfiguration {
         try rejectUnknown(root, keys, at: "")
         let policy: PolicyConfiguration
         guard root["policy"] != nil else {
@@ -108,13 +113,13 @@ struct DaemonConfiguration {
         } catch {
             throw ConfigurationFileError(path: path, message: error.description)
         }
-        guard let inputObject = root["input"] as? [String: Any] else {
+        guard let inputObject = object(root["input"]) else {
             throw JSONPathError(path: "input", message: "expected an object with \"replay\" or \"device\"")
         }
         let input: Input
         if let replay = inputObject["replay"] {
             try rejectUnknown(inputObject, ["replay", "speed"], at: "input")
-            guard let file = replay as? String, !file.isEmpty else {
+            guard case .string(let file) = replay, !file.isEmpty else {
                 throw JSONPathError(path: "input.replay", message: "expected a file path")
             }
             let speed = try number(inputObject["speed"], at: "input.speed", range: 0.1...1000) ?? 1
@@ -130,10 +135,10 @@ struct DaemonConfiguration {
         }
         var configuration = DaemonConfiguration(input: input, policy: policy)
         if let detector = root["detector"] {
-            guard detector is [String: Any] else {
+            guard case .object = detector else {
                 throw JSONPathError(path: "detector", message: "expected an object")
             }
-            let data = try JSONSerialization.data(withJSONObject: detector)
+            let data = Data(detector.serialized().utf8)
             do {
                 configuration.detector = try JSONDecoder().decode(DetectorConfiguration.self, from: data)
                 try configuration.detector.validate()
@@ -151,12 +156,12 @@ struct DaemonConfiguration {
             try string(root["controlSocket"], at: "controlSocket") ?? configuration.controlSocket
         configuration.adminGroup = try string(root["adminGroup"], at: "adminGroup")
         if let shields = root["shields"] {
-            guard let shields = shields as? [String: Any] else {
+            guard let shields = object(shields) else {
                 throw JSONPathError(path: "shields", message: "expected an object")
             }
             try rejectUnknown(shields, ["exec", "systemd", "domains", "nftables", "hooks"], at: "shields")
             if let nft = shields["nftables"] {
-                guard let nft = nft as? [String: Any] else {
+                guard let nft = object(nft) else {
                     throw JSONPathError(path: "shields.nftables", message: "expected an object")
                 }
                 try rejectUnknown(
@@ -193,24 +198,25 @@ struct DaemonConfiguration {
                 configuration.nftables = settings
             }
             if let exec = shields["exec"] {
-                guard let exec = exec as? [String: Any] else {
+                guard let exec = object(exec) else {
                     throw JSONPathError(path: "shields.exec", message: "expected an object")
                 }
                 try rejectUnknown(
                     exec, ["enabled", "applicationDirectories", "running", "graceSeconds"], at: "shields.exec"
                 )
-                func action(_ value: Any, at path: String) throws -> RunningProgramAction {
+                func action(_ value: JSONValue, at path: String) throws -> RunningProgramAction {
                     let names = RunningProgramAction.allCases.map { "\"\($0.rawValue)\"" }.joined(
                         separator: ", ")
-                    guard let text = value as? String, let action = RunningProgramAction(rawValue: text)
+                    guard case .string(let text) = value, let action = RunningProgramAction(rawValue: text)
                     else {
-                        throw JSONPathError(path: path, message: "expected one of \(names), found \(value)")
+                        throw JSONPathError(
+                            path: path, message: "expected one of \(names), found \(value.excerpt)")
                     }
                     return action
                 }
                 switch exec["running"] {
                 case nil: break
-                case let perStore as [String: Any]:
+                case .object(let perStore)?:
                     for (store, value) in perStore {
                         let parsed = try action(value, at: "shields.exec.running.\(store)")
                         if store == "*" {
@@ -223,12 +229,11 @@ struct DaemonConfiguration {
                     configuration.runningDefault = try action(value, at: "shields.exec.running")
                 }
                 if let grace = exec["graceSeconds"] {
-                    guard let seconds = grace as? Double, !(grace is Bool), seconds.isFinite, seconds >= 0,
-                        seconds <= 600
+                    guard case .number(let seconds, _) = grace, seconds.isFinite, seconds >= 0, seconds <= 600
                     else {
                         throw JSONPathError(
                             path: "shields.exec.graceSeconds",
-                            message: "expected a number of seconds from 0 to 600, found \(grace)")
+                            message: "expected a number of seconds from 0 to 600, found \(grace.excerpt)")
                     }
                     configuration.graceSeconds = seconds
                 }
@@ -237,7 +242,7 @@ struct DaemonConfiguration {
                     exec["applicationDirectories"], at: "shields.exec.applicationDirectories")
             }
             if let systemd = shields["systemd"] {
-                guard let systemd = systemd as? [String: Any] else {
+                guard let systemd = object(systemd) else {
                     throw JSONPathError(path: "shields.systemd", message: "expected an object")
                 }
                 try rejectUnknown(systemd, ["systemctl"], at: "shields.systemd")
@@ -245,7 +250,7 @@ struct DaemonConfiguration {
                     try string(systemd["systemctl"], at: "shields.systemd.systemctl") ?? "systemctl"
             }
             if let domains = shields["domains"] {
-                guard let domains = domains as? [String: Any] else {
+                guard let domains = object(domains) else {
                     throw JSONPathError(path: "shields.domains", message: "expected an object")
                 }
                 try rejectUnknown(
@@ -267,12 +272,12 @@ struct DaemonConfiguration {
                 )
             }
             if let hooks = shields["hooks"] {
-                guard let hooks = hooks as? [String: Any] else {
+                guard let hooks = object(hooks) else {
                     throw JSONPathError(path: "shields.hooks", message: "expected an object")
                 }
                 for (name, value) in hooks {
                     let at = "shields.hooks.\(name)"
-                    guard let hook = value as? [String: Any] else {
+                    guard let hook = object(value) else {
                         throw JSONPathError(path: at, message: "expected an object")
                     }
                     try rejectUnknown(hook, ["command", "timeout"], at: at)
@@ -287,7 +292,7 @@ struct DaemonConfiguration {
             }
         }
         if let messages = root["messages"] {
-            guard let messages = messages as? [String: Any] else {
+            guard let messages = object(messages) else {
                 throw JSONPathError(path: "messages", message: "expected an object")
             }
             for (store, value) in messages {
@@ -295,7 +300,7 @@ struct DaemonConfiguration {
                 guard policy.stores.contains(where: { $0.name == store }) else {
                     throw JSONPathError(path: at, message: "no store named \"\(store)\" in the policy")
                 }
-                guard let message = value as? [String: Any] else {
+                guard let message = object(value) else {
                     throw JSONPathError(path: at, message: "expected an object")
                 }
                 try rejectUnknown(message, ["title", "subtitle"], at: at)
@@ -307,7 +312,8 @@ struct DaemonConfiguration {
         return configuration
     }
 
-    private static func rejectUnknown(_ object: [String: Any], _ allowed: Set<String>, at path: String) throws
+    private static func rejectUnknown(_ object: [String: JSONValue], _ allowed: Set<String>, at path: String)
+        throws
     {
         for key in object.keys.sorted() where !allowed.contains(key) {
             throw JSONPathError(
@@ -322,39 +328,55 @@ struct DaemonConfiguration {
         return inet_pton(AF_INET, text, &v4) == 1 || inet_pton(AF_INET6, text, &v6) == 1
     }
 
-    private static func string(_ value: Any?, at path: String) throws -> String? {
+    /// An object's members by key (the strict reader has refused duplicates); nil for anything
+    /// else.
+    private static func object(_ value: JSONValue?) -> [String: JSONValue]? {
+        guard case .object(let members) = value else { return nil }
+        return Dictionary(members, uniquingKeysWith: { first, _ in first })
+    }
+
+    private static func string(_ value: JSONValue?, at path: String) throws -> String? {
         guard let value else { return nil }
-        guard let text = value as? String else {
-            throw JSONPathError(path: path, message: "expected a string")
+        guard case .string(let text) = value else {
+            throw JSONPathError(path: path, message: "expected a string, found \(value.excerpt)")
         }
         return text
     }
 
-    private static func strings(_ value: Any?, at path: String) throws -> [String]? {
+    private static func strings(_ value: JSONValue?, at path: String) throws -> [String]? {
         guard let value else { return nil }
-        guard let list = value as? [Any], list.allSatisfy({ $0 is String }) else {
-            throw JSONPathError(path: path, message: "expected an array of strings")
+        guard case .array(let list) = value else {
+            throw JSONPathError(path: path, message: "expected an array of strings, found \(value.excerpt)")
         }
-        return list.compactMap { $0 as? String }
+        var result: [String] = []
+        for (index, element) in list.enumerated() {
+            guard case .string(let text) = element else {
+                throw JSONPathError(
+                    path: "\(path)[\(index)]", message: "expected a string, found \(element.excerpt)")
+            }
+            result.append(text)
+        }
+        return result
     }
 
-    private static func bool(_ value: Any?, at path: String) throws -> Bool? {
+    private static func bool(_ value: JSONValue?, at path: String) throws -> Bool? {
         guard let value else { return nil }
-        // JSON booleans arrive as NSNumber of type "c"; 0 and 1 must not pass for them.
-        guard let number = value as? NSNumber, String(cString: number.objCType) == "c" else {
-            throw JSONPathError(path: path, message: "expected true or false")
+        guard case .bool(let flag) = value else {
+            throw JSONPathError(path: path, message: "expected true or false, found \(value.excerpt)")
         }
-        return number.boolValue
+        return flag
     }
 
-    private static func number(_ value: Any?, at path: String, range: ClosedRange<Double>) throws -> Double? {
+    private static func number(_ value: JSONValue?, at path: String, range: ClosedRange<Double>) throws
+        -> Double?
+    {
         guard let value else { return nil }
-        guard let number = value as? NSNumber, String(cString: number.objCType) != "c",
-            range.contains(number.doubleValue)
-        else {
+        guard case .number(let number, _) = value, range.contains(number) else {
             throw JSONPathError(
-                path: path, message: "expected a number in \(range.lowerBound)...\(range.upperBound)")
+                path: path,
+                message:
+                    "expected a number in \(range.lowerBound)...\(range.upperBound), found \(value.excerpt)")
         }
-        return number.doubleValue
+        return number
     }
 }

@@ -115,14 +115,22 @@ final class ShieldWorkers: Sendable {
         }
     }
 
-    /// Calls `body` (on another thread) once every shield has done what is queued now.
-    func whenDone(_ body: @escaping @Sendable () -> Void) {
+    /// Calls `body` (on another thread) once every shield has done what is queued now, or
+    /// after `timeout`, whichever comes first (`body` runs once).
+    func whenDone(timeout: Duration? = nil, _ body: @escaping @Sendable () -> Void) {
         let group = DispatchGroup()
         for worker in workers {
             group.enter()
             worker.queue.async { group.leave() }
         }
-        group.notify(queue: .global(), execute: body)
+        let once = Atomic<Bool>(false)
+        let run: @Sendable () -> Void = { if !once.exchange(true, ordering: .relaxed) { body() } }
+        group.notify(queue: .global(), execute: run)
+        if let timeout {
+            let (seconds, attoseconds) = timeout.components
+            DispatchQueue.global().asyncAfter(
+                deadline: .now() + Double(seconds) + Double(attoseconds) / 1e18, execute: run)
+        }
     }
 
     /// Waits up to `timeout` for the queued operations to finish (at shutdown); whether they did.

@@ -1,0 +1,161 @@
+import Foundation
+import Synchronization
+
+/// Ends (or stops) what runs a shielded program, on a thread of its own: marking files, the
+/// exec shield's real work, never waits on it, however many processes and descriptors a gated
+/// user makes it look at.
+///
+/// Each round reads only gated users' processes (root's and the admin group's are skipped by
+/// their credentials first): their memory maps every round (a program run directly or through
+/// the dynamic loader), and their open descriptors within a time budget per round, resuming
+/// where the last round stopped (a descriptor held from an unlock). A process is acted on as
+/// soon as a pass has found it. Rounds run when the shield asks (a relock, a recheck) and at
+/// least every second while anything is shielded.
+final class Reaper: Sendable {
+    struct Store: Sendable {
+        var files: Set<ExecDenyShield.FileID>
+        var action: RunningProgramAction
+        /// When the store was shielded: the start of its programs' grace period.
+        var since: ContinuousClock.Instant
+    }
+
+    private struct State {
+        var stores: [String: Store] = [:]
+        /// Processes sent SIGTERM (each once).
+        var terminating: Set<RunningProcess> = []
+        /// Where the descriptor scan goes on in the next round.
+        var cursor = 0
+        /// Files no longer shielded whose stopped processes go on at the next round.
+        var resume: Set<ExecDenyShield.FileID> = []
+    }
+
+    private let state = Mutex(State())
+    private let wakeUp = DispatchSemaphore(value: 0)
+    private let stopped = Atomic<Bool>(false)
+    private let privilegedGroup: UInt32?
+    private let grace: Duration
+    /// How long one round may read descriptors.
+    private let descriptorBudget: Duration
+
+    init(privilegedGroup: UInt32?, grace: Duration, descriptorBudget: Duration = .milliseconds(200)) {
+        self.privilegedGroup = privilegedGroup
+        self.grace = grace
+        self.descriptorBudget = descriptorBudget
+        let thread = Thread { [self] in self.run() }
+        thread.name = "stepgate-reaper"
+        thread.start()
+    }
+
+    /// The shielded stores now (their files and actions), and files whose stopped processes go
+    /// on; starts a round.
+    func update(
+        _ stores: [String: (files: Set<ExecDenyShield.FileID>, action: RunningProgramAction)],
+        resume: Set<ExecDenyShield.FileID> = []
+    ) {
+        let now = ContinuousClock.now
+        state.withLock { state in
+            var next: [String: Store] = [:]
+            for (name, store) in stores {
+                next[name] = Store(
+                    files: store.files, action: store.action, since: state.stores[name]?.since ?? now)
+            }
+            state.stores = next
+            state.resume.formUnion(resume)
+        }
+        wakeUp.signal()
+    }
+
+    func stop() {
+        stopped.store(true, ordering: .relaxed)
+        wakeUp.signal()
+    }
+
+    /// Runs one round now, on the caller's thread (for tests).
+    func roundNow() { round() }
+
+    private func run() {
+        while !stopped.load(ordering: .relaxed) {
+            _ = wakeUp.wait(timeout: .now() + 1)
+            if stopped.load(ordering: .relaxed) { return }
+            round()
+        }
+    }
+
+    private func round() {
+        let (stores, resume) = state.withLock { state in
+            defer { state.resume = [] }
+            return (state.stores, state.resume)
+        }
+        if !resume.isEmpty {
+            for process in RunningProcess.running(resume) where process.state == "T" {
+                process.signal(SIGCONT)
+            }
+        }
+        guard !stores.isEmpty else { return }
+        let group = privilegedGroup
+        let gated = { (pid: Int32) in ProcessCredentials(pid: pid)?.isPrivileged(group: group) == false }
+        let now = ContinuousClock.now
+        for (_, store) in stores.sorted(by: { $0.key < $1.key }) where store.action != .leave {
+            let overdue = now - store.since >= grace
+            // Maps: cheap, every round. Past the grace period, sweep until nothing runs (a
+            // stopped process cannot fork), then kill.
+            if overdue && store.action == .terminate {
+                ExecDenyShield.stopAndKill { RunningProcess.running(store.files, include: gated) }
+            } else {
+                act(on: RunningProcess.running(store.files, include: gated), store.action)
+            }
+        }
+        // Descriptors: within the budget, from where the last round stopped.
+        let all = stores.values.filter { $0.action != .leave }
+        let files = all.reduce(into: Set<ExecDenyShield.FileID>()) { $0.formUnion($1.files) }
+        guard !files.isEmpty else { return }
+        let pids = ((try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []).compactMap(
+            Int32.init
+        ).sorted()
+        let start = state.withLock { $0.cursor }
+        let deadline = ContinuousClock.now + descriptorBudget
+        var index = start < pids.count ? start : 0
+        var scanned = 0
+        while scanned < pids.count, ContinuousClock.now < deadline {
+            let pid = pids[index]
+            index = (index + 1) % pids.count
+            scanned += 1
+            guard pid > 1, pid != getpid(), gated(pid),
+                RunningProcess.holdsOpen(pid, files), let process = RunningProcess(pid: pid)
+            else { continue }
+            // Which store: the first whose files it holds decides the action.
+            let action = all.first?.action ?? .terminate
+            if action == .terminate && all.contains(where: { now - $0.since >= grace }) {
+                process.signal(SIGSTOP)
+                process.signal(SIGKILL)
+            } else {
+                act(on: [process], action)
+            }
+        }
+        state.withLock { $0.cursor = index }
+    }
+
+    private func act(on processes: [RunningProcess], _ action: RunningProgramAction) {
+        var warned: [RunningProcess] = []
+        for process in processes {
+            switch action {
+            case .stop:
+                if process.state != "T" { process.signal(SIGSTOP) }
+            case .terminate:
+                if state.withLock({ $0.terminating.insert(process).inserted }) {
+                    process.signal(SIGTERM)
+                    process.signal(SIGCONT)  // a stopped process must run to handle SIGTERM
+                    warned.append(process)
+                }
+            case .leave: break
+            }
+        }
+        state.withLock { $0.terminating = $0.terminating.filter(\.isAlive) }
+        guard !warned.isEmpty else { return }
+        let (seconds, attoseconds) = grace.components
+        DispatchQueue.global().asyncAfter(deadline: .now() + Double(seconds) + Double(attoseconds) / 1e18) {
+            [warned] in
+            for process in warned { process.signal(SIGKILL) }
+        }
+    }
+}
