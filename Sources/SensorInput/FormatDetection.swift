@@ -144,10 +144,10 @@ enum FormatDetection {
     }
 
     /// Whether a line holds bytes no text recording has: NUL and other control characters
-    /// (TAB and CR aside), or invalid UTF-8.
+    /// (TAB and CR aside). Invalid UTF-8 alone is not binary: exports in a legacy encoding put
+    /// Latin-1 letters in their column names.
     static func isBinary(_ line: some Collection<UInt8>) -> Bool {
         line.contains { $0 < 0x20 && $0 != 9 && $0 != 13 || $0 == 0x7F }
-            || String(validating: line, as: UTF8.self) == nil
     }
 
     /// Decides the format and layout from the first non-blank line.
