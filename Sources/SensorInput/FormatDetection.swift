@@ -143,11 +143,9 @@ enum FormatDetection {
         }
     }
 
-    /// Whether a line holds bytes no text recording has: NUL and other control characters
-    /// (TAB and CR aside), or invalid UTF-8.
     /// Whether a header line is binary data rather than text: control characters (a NUL, an
-    /// escape) or a UTF-16 byte order mark. Stray bytes that are not UTF-8 (a header exported in
-    /// Latin-1) are text: the columns that matter are ASCII.
+    /// escape; TAB and CR aside) or a UTF-16 byte order mark. Invalid UTF-8 alone is not binary:
+    /// exports in a legacy encoding put Latin-1 letters in their column names.
     static func isBinary(_ line: some Collection<UInt8>) -> Bool {
         let start = Array(line.prefix(2))
         return line.contains { $0 < 0x20 && $0 != 9 && $0 != 13 || $0 == 0x7F }

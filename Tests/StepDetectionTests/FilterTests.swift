@@ -196,6 +196,37 @@ struct PeakDetectorTests {
         #expect(peaks == [PeakDetector.Peak(time: 5 * 40_000_000, height: 0.5)])
     }
 
+    /// A later, lower crest within the separation never replaces the pending higher one.
+    @Test func aLowerCrestAfterAHigherOneDoesNotReplaceIt() {
+        var detector = PeakDetector(
+            sampleRate: 25, envelopeTime: 1.5, ratio: 0, minimumHeight: 0.05, separation: 0.3)
+        // Crests 0.08 s apart, 0.5 then 0.4, each standing out by more than 0.05.
+        let signal: [Float] = [0, 0.5, 0.3, 0.4, 0.1, 0, -0.1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]
+        var peaks: [PeakDetector.Peak] = []
+        for (i, y) in signal.enumerated() {
+            if let p = detector.process(y, time: Int64(i) * 40_000_000) { peaks.append(p) }
+        }
+        #expect(peaks == [PeakDetector.Peak(time: 40_000_000, height: 0.5)])
+    }
+
+    /// A crest below the zero line is not a step peak, however prominent; the same wave lifted
+    /// above zero is.
+    @Test func crestsBelowTheZeroLineAreNotPeaks() {
+        func peaks(offset: Float) -> Int {
+            var detector = PeakDetector(
+                sampleRate: 25, envelopeTime: 1.5, ratio: 0, minimumHeight: 0.05, separation: 0.3)
+            var count = 0
+            for i in 0..<200 {
+                // Crests at offset − 0.1, valleys at offset − 0.5, every 0.4 s.
+                let y: Float = (i % 10 < 5 ? -0.5 : -0.1) + offset
+                if detector.process(y, time: Int64(i) * 40_000_000) != nil { count += 1 }
+            }
+            return count
+        }
+        #expect(peaks(offset: 0) == 0)
+        #expect(peaks(offset: 0.3) >= 18)
+    }
+
     /// The valley side of the prominence: after a peak, the signal must climb out of its valley
     /// by the prominence before the next crest can count. A crest rising less than that from the
     /// valley is part of the same wave.
