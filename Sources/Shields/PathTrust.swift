@@ -1,4 +1,5 @@
 import Foundation
+internal import CLinux
 
 /// A path resolved as the kernel resolves it, noting which users could make it lead elsewhere.
 ///
@@ -51,7 +52,7 @@ struct TrustedPath: Equatable {
         func noteFolder(_ info: stat) {
             if info.st_uid != 0 { controllers.insert(info.st_uid) }
             let writable = info.st_mode & 0o022 != 0
-            let sticky = info.st_mode & mode_t(S_ISVTX) != 0
+            let sticky = info.st_mode & mode_t(Glibc.S_ISVTX) != 0
             if writable && !sticky { controllers.insert(nil) }
         }
         var root = stat()
@@ -72,8 +73,8 @@ struct TrustedPath: Equatable {
                     Failure(reason: "\(current): \(String(cString: strerror(code)))", missing: code == ENOENT)
                 )
             }
-            switch info.st_mode & mode_t(S_IFMT) {
-            case mode_t(S_IFLNK):
+            switch info.st_mode & mode_t(Glibc.S_IFMT) {
+            case mode_t(Glibc.S_IFLNK):
                 links += 1
                 guard links <= 40 else {
                     return .failure(Failure(reason: "\(path): too many symbolic links"))
@@ -87,7 +88,7 @@ struct TrustedPath: Equatable {
                 let target = String(decoding: buffer[0..<length].map { UInt8(bitPattern: $0) }, as: UTF8.self)
                 if target.hasPrefix("/") { resolved = [] }
                 pending = target.split(separator: "/").map(String.init) + pending
-            case mode_t(S_IFDIR):
+            case mode_t(Glibc.S_IFDIR):
                 resolved.append(name)
                 noteFolder(info)
             default:

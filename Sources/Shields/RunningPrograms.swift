@@ -1,4 +1,5 @@
 import Foundation
+internal import CLinux
 
 /// What happens, when a store is shielded, to its programs that are already running.
 public enum RunningProgramAction: String, Sendable, CaseIterable {
