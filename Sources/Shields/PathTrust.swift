@@ -1,5 +1,5 @@
-import Foundation
 internal import CLinux
+import Foundation
 
 /// A path resolved as the kernel resolves it, noting which users could make it lead elsewhere.
 ///

@@ -1,5 +1,5 @@
-import Foundation
 internal import CLinux
+import Foundation
 
 /// What happens, when a store is shielded, to its programs that are already running.
 public enum RunningProgramAction: String, Sendable, CaseIterable {
