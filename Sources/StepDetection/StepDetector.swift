@@ -72,7 +72,12 @@ public struct StepDetector: Sendable {
             fillsMissedSteps: configuration.fillMissedSteps, strideThreshold: configuration.strideThreshold,
             maximumSkipped: configuration.maximumSkippedPeaks, amplitudeRatio: configuration.amplitudeRatio,
             periodCorrelation: configuration.periodCorrelation,
-            halfPeriodCorrelation: configuration.halfPeriodCorrelation)
+            halfPeriodCorrelation: configuration.halfPeriodCorrelation,
+            minimumBoutSteps: configuration.minimumBoutSteps,
+            shortBoutCorrelation: configuration.shortBoutCorrelation,
+            longChainCorrelation: configuration.longChainCorrelation, resumeTime: configuration.resumeTime,
+            resumeCorrelation: configuration.resumeCorrelation,
+            sinusoidCorrelation: configuration.sinusoidCorrelation)
     }
 
     /// The cadence gate's state: still, confirming a run, or walking.
@@ -129,7 +134,7 @@ public struct StepDetector: Sendable {
         peaks.holdsPeaks = !gate.isWalking
         if let peak = peaks.process(y, time: time) {
             var count = stepCount
-            gate.peak(at: peak.time, height: peak.height, history: history) { stepTime in
+            gate.peak(at: peak.time, height: peak.height, history: history, now: time) { stepTime in
                 count &+= 1
                 onStep(StepEvent(timestamp: stepTime, count: count))
             }

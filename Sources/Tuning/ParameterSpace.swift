@@ -75,7 +75,9 @@ public struct ParameterSpace: Sendable, Hashable {
     public static let tunableKeys: [String] = DetectorConfiguration.keys.filter { $0 != "fillMissedSteps" }
 
     /// Keys taking whole numbers.
-    public static let integerKeys: Set<String> = ["stepsToConfirm", "maximumSkippedPeaks"]
+    public static let integerKeys: Set<String> = [
+        "stepsToConfirm", "maximumSkippedPeaks", "minimumBoutSteps",
+    ]
 
     /// Parses a space file. Errors name the file and the key.
     public static func parse(json data: Data, path: String) throws(ParameterSpaceError) -> ParameterSpace {
@@ -244,6 +246,12 @@ extension DetectorConfiguration {
             case "amplitudeRatio": amplitudeRatio
             case "periodCorrelation": periodCorrelation
             case "halfPeriodCorrelation": halfPeriodCorrelation
+            case "minimumBoutSteps": Double(minimumBoutSteps)
+            case "shortBoutCorrelation": shortBoutCorrelation
+            case "longChainCorrelation": longChainCorrelation
+            case "resumeTime": resumeTime
+            case "resumeCorrelation": resumeCorrelation
+            case "sinusoidCorrelation": sinusoidCorrelation
             case "correlationWindow": correlationWindow
             default: .nan
             }
@@ -267,6 +275,12 @@ extension DetectorConfiguration {
             case "amplitudeRatio": amplitudeRatio = newValue
             case "periodCorrelation": periodCorrelation = newValue
             case "halfPeriodCorrelation": halfPeriodCorrelation = newValue
+            case "minimumBoutSteps": minimumBoutSteps = Int(newValue.rounded())
+            case "shortBoutCorrelation": shortBoutCorrelation = newValue
+            case "longChainCorrelation": longChainCorrelation = newValue
+            case "resumeTime": resumeTime = newValue
+            case "resumeCorrelation": resumeCorrelation = newValue
+            case "sinusoidCorrelation": sinusoidCorrelation = newValue
             case "correlationWindow": correlationWindow = newValue
             default: break
             }
