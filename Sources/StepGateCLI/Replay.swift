@@ -130,14 +130,9 @@ struct Replay: Command {
         }
     }
 
-    /// Warnings that belong on standard error: skipped rows, gravity-free input.
+    /// Warnings that belong on standard error: skipped rows, no samples.
     private func report(_ summary: RecordingSummary, file: String) {
         if summary.skipped.total > 0 { printError("\(file): \(summary.skipped)") }
-        if !summary.gravityIncluded {
-            printError(
-                "\(file): warning: this recording has gravity removed (linear acceleration); the detector "
-                    + "is tuned for total acceleration, so counts may be lower")
-        }
         if summary.samples == 0 { printError("\(file): warning: no samples") }
     }
 
@@ -164,7 +159,9 @@ struct Replay: Command {
     {
         let file = files[0]
         var reader = try RecordingReader(path: file, options: options)
-        var detector = StepDetector(configuration: configuration)
+        var detector = StepDetector(
+            configuration: configuration,
+            input: reader.gravityIncluded ? .totalAcceleration : .linearAcceleration)
         var replay = PolicyReplay(configuration: policy, start: start, zone: zone)
         let out = StandardOutput()
         defer { out.flush() }

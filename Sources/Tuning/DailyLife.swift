@@ -86,7 +86,9 @@ public struct DailyLifeBench: Sendable {
     /// of at most 300 steps without it, and no-walk logs.
     public init(recordings: [TuningRecording], boutsPerDay: Int = 60) {
         self.boutsPerDay = boutsPerDay
-        for recording in recordings where recording.samples.count > 1 {
+        // Days are total acceleration; gravity-removed recordings would not splice with it.
+        for recording in recordings where recording.samples.count > 1 && recording.input == .totalAcceleration
+        {
             let samples = recording.samples
             var sum: Double = 0
             for s in samples { sum += Double(s.magnitude) }

@@ -11,10 +11,16 @@ public struct TuningRecording: Sendable {
     /// The time of every true step, in nanoseconds on the recording's clock, when the set has
     /// per-step truth (the Oxford foot-switch files); `nil` otherwise.
     public var stepTimes: [Int64]?
+    /// Whether the samples hold total or gravity-removed acceleration.
+    public var input: StepDetector.Input
 
-    public init(labelled: LabelledRecording, samples: [AccelerationSample], stepTimes: [Int64]? = nil) {
+    public init(
+        labelled: LabelledRecording, samples: [AccelerationSample], stepTimes: [Int64]? = nil,
+        input: StepDetector.Input = .totalAcceleration
+    ) {
         self.labelled = labelled
         self.samples = samples
+        self.input = input
         let span = samples.count > 1 ? samples[samples.count - 1].timestamp &- samples[0].timestamp : 0
         hours = Double(span) / 3.6e12
         self.stepTimes = stepTimes
@@ -29,7 +35,9 @@ public struct TuningRecording: Sendable {
         if let truthPath, FileManager.default.fileExists(atPath: truthPath) {
             times = try StepTruth.read(path: truthPath)
         }
-        return TuningRecording(labelled: labelled, samples: samples, stepTimes: times)
+        return TuningRecording(
+            labelled: labelled, samples: samples, stepTimes: times,
+            input: reader.gravityIncluded ? .totalAcceleration : .linearAcceleration)
     }
 
     /// Evaluation of this recording given a count.
