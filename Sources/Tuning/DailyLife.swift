@@ -59,6 +59,21 @@ public struct DailyLifeDay: Sendable {
 /// (devices differ by a few percent in calibration, which would otherwise put a step into the
 /// magnitude at each splice) and laid end to end at the recording's own sample interval.
 public struct DailyLifeBench: Sendable {
+    /// The set name of days added to a tuning run as recordings.
+    public static let setName = "daily-life"
+
+    /// Days as recordings for the tuner: kind `mixed`, in set ``setName``, one session each.
+    public func recordings(days: Int, seed: UInt64) -> [TuningRecording] {
+        (0..<UInt64(max(0, days))).map { n in
+            let day = self.day(seed: seed &+ n)
+            let labelled = LabelledRecording(
+                path: "daily-life/\(seed &+ n)", name: "daily-life day \(seed &+ n)", format: nil,
+                placement: "day", kind: .mixed, truth: day.truth, set: Self.setName,
+                session: "daily-life/\(seed &+ n)")
+            return TuningRecording(labelled: labelled, samples: day.samples)
+        }
+    }
+
     /// Bout-length classes reported, in steps (inclusive bounds).
     public static let lengthClasses: [ClosedRange<Int>] = [4...7, 8...20, 21...50, 51...200, 201...100_000]
 

@@ -68,6 +68,13 @@ struct TuneCommandTests {
         (["tune", "m.csv", "--folds", "1"], "invalid value '1' for '--folds'"),
         (["tune", "m.csv", "--jobs", "0"], "invalid value '0' for '--jobs'"),
         (["tune", "m.csv", "--false-step-weight", "-1"], "invalid value '-1' for '--false-step-weight'"),
+        (
+            ["tune", "m.csv", "--set-weight", "pebble"],
+            "option '--set-weight <name=w>': expected NAME=WEIGHT"
+        ),
+        (["tune", "m.csv", "--daily-life", "-2"], "invalid value '-2' for '--daily-life'"),
+        (["eval", "m.csv", "--days", "3"], "option '--days' needs '--daily-life'"),
+        (["eval", "m.csv", "--daily-life", "x"], "option '--daily-life <seed>': expected a whole number"),
         (["plot"], "missing expected argument '<file>'"),
         (["plot", "a.csv", "b.csv"], "unexpected argument 'b.csv'"),
         (["plot", "a.csv", "--from", "20", "--to", "10"], "'--from' must be before '--to'"),
