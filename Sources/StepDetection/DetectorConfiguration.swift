@@ -16,7 +16,7 @@ public struct DetectorConfiguration: Sendable, Hashable, Codable {
     /// Low-pass cut-off of the band-pass filter, in hertz: removes impact ringing and jitter.
     public var lowPassCutoff: Double = 2.39
     /// Time constant, in seconds, of the running RMS that scales the adaptive peak threshold.
-    public var envelopeTime: Double = 1.5
+    public var envelopeTime: Double = 0.8
     /// A peak must rise above this multiple of the running RMS of the filtered signal.
     public var peakThreshold: Double = 0.561
     /// A peak must also rise above this absolute height, in g (the activity gate).
@@ -38,8 +38,8 @@ public struct DetectorConfiguration: Sendable, Hashable, Codable {
     public var fillMissedSteps: Bool = true
     /// A rhythm of peaks slower than this, in seconds, is taken as one peak per stride (two
     /// steps), as at the wrist, where the arm swing can dominate the footfalls. Human walking
-    /// cadence rarely falls below about 70 steps a minute (0.85 s a step).
-    public var strideThreshold: Double = 0.879
+    /// cadence rarely falls below about 67 steps a minute (0.9 s a step).
+    public var strideThreshold: Double = 0.9
     /// Most peaks a rhythmic chain may leave out between two of its links (echoes of a footfall,
     /// the weaker step at the wrist). Random bumps need many left out to look rhythmic.
     public var maximumSkippedPeaks: Int = 63
@@ -52,7 +52,7 @@ public struct DetectorConfiguration: Sendable, Hashable, Codable {
     public var periodCorrelation: Double = 0.631
     /// A rhythm whose filtered signal correlates at least this much with itself at half the
     /// peak period has one peak per stride (the peaks skip every other step).
-    public var halfPeriodCorrelation: Double = 0.565
+    public var halfPeriodCorrelation: Double = 0.55
     /// The shortest rhythmic chain, in steps, that may confirm a walk when its periodicity is
     /// strong: a bout of a few steps at home is walking if the signal repeats step after step.
     /// Equal to `stepsToConfirm`: off.
@@ -71,7 +71,7 @@ public struct DetectorConfiguration: Sendable, Hashable, Codable {
     /// evidence. 0: off.
     public var resumeTime: Double = 10
     /// The periodicity a chain resuming a walk must show.
-    public var resumeCorrelation: Double = 0.4
+    public var resumeCorrelation: Double = 0.3
     /// A chain slower than `strideThreshold` whose signal correlates less than this at half
     /// its period (−1 is a pure sine) is not a walk: footfalls put steps between the stride
     /// peaks, a hand waved up and down does not. −1: off.
