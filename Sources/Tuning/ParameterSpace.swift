@@ -69,6 +69,9 @@ public struct ParameterSpace: Sendable, Hashable {
         ParameterBounds(key: "strideThreshold", minimum: 0.75, maximum: 1.05),
         ParameterBounds(key: "periodCorrelation", minimum: 0.3, maximum: 0.7),
         ParameterBounds(key: "halfPeriodCorrelation", minimum: 0.2, maximum: 0.6),
+        ParameterBounds(key: "envelopeTime", minimum: 0.5, maximum: 2),
+        ParameterBounds(key: "shortBoutCorrelation", minimum: 0.85, maximum: 0.99),
+        ParameterBounds(key: "resumeCorrelation", minimum: 0.2, maximum: 0.6),
     ])
 
     /// Keys that can be searched: the numeric parameters of ``DetectorConfiguration``.
