@@ -62,6 +62,7 @@ public struct ParameterSpace: Sendable, Hashable {
     /// little and cost the most to vary.
     public static let `default` = ParameterSpace(parameters: [
         ParameterBounds(key: "lowPassCutoff", minimum: 1.6, maximum: 2.8),
+        ParameterBounds(key: "envelopeTime", minimum: 0.5, maximum: 2),
         ParameterBounds(key: "peakThreshold", minimum: 0.4, maximum: 1.0),
         ParameterBounds(key: "minimumPeak", minimum: 0.03, maximum: 0.1),
         ParameterBounds(key: "regularityTolerance", minimum: 0.15, maximum: 0.45),
@@ -69,7 +70,6 @@ public struct ParameterSpace: Sendable, Hashable {
         ParameterBounds(key: "strideThreshold", minimum: 0.75, maximum: 1.05),
         ParameterBounds(key: "periodCorrelation", minimum: 0.3, maximum: 0.7),
         ParameterBounds(key: "halfPeriodCorrelation", minimum: 0.2, maximum: 0.6),
-        ParameterBounds(key: "envelopeTime", minimum: 0.5, maximum: 2),
         ParameterBounds(key: "shortBoutCorrelation", minimum: 0.85, maximum: 0.99),
         ParameterBounds(key: "resumeCorrelation", minimum: 0.2, maximum: 0.6),
     ])
