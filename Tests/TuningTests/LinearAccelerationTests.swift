@@ -65,6 +65,30 @@ struct LinearAccelerationTests {
         #expect(errors.naive / n >= 10, "MAPE of the magnitude \(errors.naive / n) %")
     }
 
+    @Test func aPhyphoxLinearAccelerationExportIsCountedOnItsPrincipalAxis() throws {
+        // The pocket walk written as phyphox writes "Acceleration (without g)": m/s², relative
+        // seconds, quoted header. The reader says gravity is removed; the count follows.
+        let linear = Self.removingGravity(try Self.read("walk-front-pocket-303.csv"))
+        let first = linear[0].timestamp
+        var text =
+            "\"Time (s)\",\"Linear Acceleration x (m/s^2)\",\"Linear Acceleration y (m/s^2)\","
+            + "\"Linear Acceleration z (m/s^2)\",\"Absolute acceleration (m/s^2)\"\n"
+        for s in linear {
+            let g = 9.806_65
+            let (x, y, z) = (Double(s.x) * g, Double(s.y) * g, Double(s.z) * g)
+            text +=
+                "\(Double(s.timestamp - first) / 1e9),\(x),\(y),\(z),\((x * x + y * y + z * z).squareRoot())\n"
+        }
+        let folder = try Fixtures.temporaryFolder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let path = folder.appendingPathComponent("Raw Data.csv").path
+        try text.write(toFile: path, atomically: true, encoding: .utf8)
+        let summary = try countSteps(inFile: path)
+        #expect(summary.format == .phyphox)
+        #expect(!summary.gravityIncluded)
+        #expect(abs(summary.steps - 303) <= 6, "\(summary.steps) of 303")
+    }
+
     @Test func stillLinearInputCountsNothing() {
         var state: UInt64 = 5
         let samples = (0..<6000).map { i in
