@@ -1,6 +1,6 @@
 import Foundation
 import SystemFiles
-public import UnlockPolicy
+import UnlockPolicy
 
 /// The browsers' managed policies that keep DNS over HTTPS off, so a blocked domain cannot be
 /// reached through the browser's own resolver (which never reads the hosts file or dnsmasq):

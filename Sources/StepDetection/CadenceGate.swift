@@ -45,6 +45,21 @@ public struct CadenceGate: Sendable {
     @usableFromInline let bridgesGaps: Bool
     @usableFromInline let periodCorrelation: Float
     @usableFromInline let halfPeriodCorrelation: Float
+    /// The shortest chain that may confirm a walk, with `shortBoutCorrelation`.
+    @usableFromInline let minimumBoutSteps: Int
+    @usableFromInline let shortBoutCorrelation: Float
+    /// The periodicity a chain of 2 × `stepsToConfirm` or more needs.
+    @usableFromInline let longChainCorrelation: Float
+    /// A stride-period chain whose signal correlates less than this at half its period is a
+    /// pure oscillation, not a walk.
+    @usableFromInline let sinusoidCorrelation: Float
+    /// How long after a walk's last step a chain at its rhythm resumes it, in nanoseconds.
+    @usableFromInline let resumeTime: Int64
+    /// The periodicity a resuming chain needs.
+    @usableFromInline let resumeCorrelation: Float
+    /// Until when the last walk may resume, and its peak period.
+    @usableFromInline var resumeUntil: Int64 = .min
+    @usableFromInline var resumePeakPeriod: Double = 0
     /// Whether the last interval while walking was filled with a missed step.
     @usableFromInline var filledLastInterval = false
     /// Whether the current walk has one peak per stride (two steps per peak).
@@ -85,9 +100,17 @@ public struct CadenceGate: Sendable {
     public init(
         minimumInterval: Double, maximumInterval: Double, tolerance: Double, stepsToConfirm: Int,
         fillsMissedSteps: Bool, strideThreshold: Double, maximumSkipped: Int = 63, amplitudeRatio: Double = 0,
-        periodCorrelation: Double = -1, halfPeriodCorrelation: Double = 2
+        periodCorrelation: Double = -1, halfPeriodCorrelation: Double = 2, minimumBoutSteps: Int? = nil,
+        shortBoutCorrelation: Double? = nil, longChainCorrelation: Double? = nil, resumeTime: Double = 0,
+        resumeCorrelation: Double? = nil, sinusoidCorrelation: Double = -1
     ) {
+        self.sinusoidCorrelation = Float(sinusoidCorrelation)
+        self.resumeTime = Int64(resumeTime * 1e9)
+        self.resumeCorrelation = Float(resumeCorrelation ?? periodCorrelation)
         self.periodCorrelation = Float(periodCorrelation)
+        self.minimumBoutSteps = min(stepsToConfirm, max(2, minimumBoutSteps ?? stepsToConfirm))
+        self.shortBoutCorrelation = Float(shortBoutCorrelation ?? periodCorrelation)
+        self.longChainCorrelation = Float(longChainCorrelation ?? periodCorrelation)
         self.bridgesGaps = fillsMissedSteps
         self.halfPeriodCorrelation = Float(halfPeriodCorrelation)
         self.strideThreshold = Int64(strideThreshold * 1e9)
@@ -128,7 +151,7 @@ public struct CadenceGate: Sendable {
     /// - Complexity: O(1): at most 64 recent peaks are examined; no allocation.
     @inlinable
     public mutating func peak(
-        at time: Int64, height: Float = 1, history: borrowing SignalHistory,
+        at time: Int64, height: Float = 1, history: borrowing SignalHistory, now: Int64? = nil,
         _ emit: (Int64) -> Void
     ) {
         if walking {
@@ -177,12 +200,15 @@ public struct CadenceGate: Sendable {
                 }
             } else if d > (most + tolerance) * p {
                 walking = false
+                // Remember the walk: a chain at its rhythm soon after is the same walk resuming.
+                resumeUntil = lastStep &+ resumeTime
+                resumePeakPeriod = striding ? 2 * p : p
             }
             // Otherwise an echo or a stray peak: skipped.
         }
         link(time, height)
-        if !walking && bestChain >= stepsToConfirm {
-            confirm(history, emit)
+        if !walking && bestChain >= minimumBoutSteps {
+            confirm(history, now: now ?? time, emit)
         }
     }
 
@@ -245,17 +271,45 @@ public struct CadenceGate: Sendable {
         bestChain = bestLength
     }
 
+    /// The periodicity a chain of `length` steps needs to confirm a walk: the evidence scales
+    /// with the length. `periodCorrelation` at `stepsToConfirm`, rising linearly to
+    /// `shortBoutCorrelation` at `minimumBoutSteps`, falling linearly to `longChainCorrelation`
+    /// at twice `stepsToConfirm`.
+    @inlinable
+    func requiredCorrelation(chainLength length: Int) -> Float {
+        if length < stepsToConfirm {
+            let span = Float(max(1, stepsToConfirm &- minimumBoutSteps))
+            return periodCorrelation + Float(stepsToConfirm &- length) / span
+                * (shortBoutCorrelation - periodCorrelation)
+        }
+        let f = min(1, Float(length &- stepsToConfirm) / Float(stepsToConfirm))
+        return periodCorrelation + f * (longChainCorrelation - periodCorrelation)
+    }
+
     /// Credits the uncounted peaks of the chain ending at the newest peak and starts walking.
     @inlinable
-    mutating func confirm(_ history: borrowing SignalHistory, _ emit: (Int64) -> Void) {
+    mutating func confirm(_ history: borrowing SignalHistory, now: Int64, _ emit: (Int64) -> Void) {
         let newest = peakCount &- 1
         let slot = newest % Self.capacity
         let length = Int(chainLength[slot])
         let chainPeriod = Double(chainSpan[slot]) / Double(max(1, length &- 1))
         // Same-foot periodicity: one chain period, or two when the peaks are steps (left and
         // right steps often differ, the stride always repeats).
-        if history.correlation(atLag: Int64(chainPeriod)) < periodCorrelation {
-            if history.correlation(atLag: Int64(chainPeriod * 2)) < periodCorrelation { return }
+        var required = requiredCorrelation(chainLength: length)
+        if times[slot] <= resumeUntil && near(chainPeriod, resumePeakPeriod) {
+            // The walk that just ended, resuming after a stumble, a turn or a few faint steps:
+            // its rhythm is known, so a short chain at that rhythm needs less periodicity.
+            required = min(required, resumeCorrelation)
+        }
+        // A chain shorter than `stepsToConfirm` is measured on its own signal: from its first
+        // peak (shifted by the lag) to now. The configured window, longer than a short bout,
+        // would mix in the stillness around it, which no bout could pass; longer chains keep
+        // the configured window.
+        let first = length < stepsToConfirm ? times[slot] &- chainSpan[slot] : Int64.min / 2
+        let lag1 = Int64(chainPeriod)
+        if history.correlation(atLag: lag1, span: now &- first &- lag1) < required {
+            let lag2 = Int64(chainPeriod * 2)
+            if history.correlation(atLag: lag2, span: now &- first &- lag2) < required { return }
         }
         var members = InlineArray<64, Int64>(repeating: 0)
         var units = InlineArray<64, Int32>(repeating: 1)
@@ -280,10 +334,13 @@ public struct CadenceGate: Sendable {
             for m in 0..<n { units[m] = 1 }
             period = chainPeriod * 2
         }
-        striding = period >= Double(strideThreshold)
-        if !striding {
-            striding = history.correlation(atLag: Int64(period * 0.5)) >= halfPeriodCorrelation
+        let half = history.correlation(atLag: Int64(period * 0.5))
+        if period >= Double(strideThreshold) && half < sinusoidCorrelation {
+            // One peak a stride, but nothing of the footfalls between them: the signal is one
+            // smooth oscillation (a hand waved up and down), not a walk.
+            return
         }
+        striding = period >= Double(strideThreshold) || half >= halfPeriodCorrelation
         var i = n
         while i > 0 {
             i &-= 1
@@ -316,5 +373,6 @@ public struct CadenceGate: Sendable {
         period = 0
         creditedUntil = .min
         filledLastInterval = false
+        resumeUntil = .min
     }
 }

@@ -16,7 +16,7 @@ public struct DetectorConfiguration: Sendable, Hashable, Codable {
     /// Low-pass cut-off of the band-pass filter, in hertz: removes impact ringing and jitter.
     public var lowPassCutoff: Double = 2.39
     /// Time constant, in seconds, of the running RMS that scales the adaptive peak threshold.
-    public var envelopeTime: Double = 1.5
+    public var envelopeTime: Double = 0.8
     /// A peak must rise above this multiple of the running RMS of the filtered signal.
     public var peakThreshold: Double = 0.561
     /// A peak must also rise above this absolute height, in g (the activity gate).
@@ -38,8 +38,8 @@ public struct DetectorConfiguration: Sendable, Hashable, Codable {
     public var fillMissedSteps: Bool = true
     /// A rhythm of peaks slower than this, in seconds, is taken as one peak per stride (two
     /// steps), as at the wrist, where the arm swing can dominate the footfalls. Human walking
-    /// cadence rarely falls below about 70 steps a minute (0.85 s a step).
-    public var strideThreshold: Double = 0.879
+    /// cadence rarely falls below about 67 steps a minute (0.9 s a step).
+    public var strideThreshold: Double = 0.9
     /// Most peaks a rhythmic chain may leave out between two of its links (echoes of a footfall,
     /// the weaker step at the wrist). Random bumps need many left out to look rhythmic.
     public var maximumSkippedPeaks: Int = 63
@@ -52,7 +52,30 @@ public struct DetectorConfiguration: Sendable, Hashable, Codable {
     public var periodCorrelation: Double = 0.631
     /// A rhythm whose filtered signal correlates at least this much with itself at half the
     /// peak period has one peak per stride (the peaks skip every other step).
-    public var halfPeriodCorrelation: Double = 0.565
+    public var halfPeriodCorrelation: Double = 0.55
+    /// The shortest rhythmic chain, in steps, that may confirm a walk when its periodicity is
+    /// strong: a bout of a few steps at home is walking if the signal repeats step after step.
+    /// Equal to `stepsToConfirm`: off.
+    public var minimumBoutSteps: Int = 5
+    /// The periodicity (as `periodCorrelation`) a chain of `minimumBoutSteps` must show; chains
+    /// between it and `stepsToConfirm` need a proportionally interpolated value: the shorter
+    /// the chain, the stronger the evidence it needs.
+    public var shortBoutCorrelation: Double = 0.95
+    /// The periodicity a chain of twice `stepsToConfirm` steps (or longer) must show, reached
+    /// linearly from `periodCorrelation` at `stepsToConfirm`: a long rhythmic chain is evidence
+    /// in itself, so an irregular walker's signal needs to repeat less.
+    public var longChainCorrelation: Double = 0.631
+    /// For this long after a walk's last step, in seconds, a chain at the walk's rhythm resumes
+    /// it with `resumeCorrelation` (and at least `minimumBoutSteps` steps): the rhythm is
+    /// already known, so a turn, a stumble or a few faint steps do not need a fresh walk's
+    /// evidence. 0: off.
+    public var resumeTime: Double = 10
+    /// The periodicity a chain resuming a walk must show.
+    public var resumeCorrelation: Double = 0.3
+    /// A chain slower than `strideThreshold` whose signal correlates less than this at half
+    /// its period (−1 is a pure sine) is not a walk: footfalls put steps between the stride
+    /// peaks, a hand waved up and down does not. −1: off.
+    public var sinusoidCorrelation: Double = -0.8
     /// Length of signal, in seconds, over which those correlations are measured (at most 6.4 s
     /// at the default rate: the history holds 256 internal samples, and the lag needs room too).
     public var correlationWindow: Double = 4
@@ -122,6 +145,24 @@ public struct DetectorConfiguration: Sendable, Hashable, Codable {
         try check(
             stepsToConfirm >= 2 && stepsToConfirm <= CadenceGate.maximumHeldSteps, "stepsToConfirm",
             "a count in 2...\(CadenceGate.maximumHeldSteps)", stepsToConfirm)
+        try check(
+            minimumBoutSteps >= 2 && minimumBoutSteps <= stepsToConfirm, "minimumBoutSteps",
+            "a count in 2...stepsToConfirm", minimumBoutSteps)
+        try check(
+            shortBoutCorrelation.isFinite && shortBoutCorrelation >= -1 && shortBoutCorrelation <= 1,
+            "shortBoutCorrelation", "a correlation in -1...1", shortBoutCorrelation)
+        try check(
+            resumeTime.isFinite && resumeTime >= 0 && resumeTime <= 600, "resumeTime", "seconds in 0...600",
+            resumeTime)
+        try check(
+            resumeCorrelation.isFinite && resumeCorrelation >= -1 && resumeCorrelation <= 1,
+            "resumeCorrelation", "a correlation in -1...1", resumeCorrelation)
+        try check(
+            sinusoidCorrelation.isFinite && sinusoidCorrelation >= -1 && sinusoidCorrelation <= 1,
+            "sinusoidCorrelation", "a correlation in -1...1", sinusoidCorrelation)
+        try check(
+            longChainCorrelation.isFinite && longChainCorrelation >= -1 && longChainCorrelation <= 1,
+            "longChainCorrelation", "a correlation in -1...1", longChainCorrelation)
     }
 }
 
@@ -148,7 +189,8 @@ extension DetectorConfiguration {
         case sampleRate, maximumGap, highPassCutoff, lowPassCutoff, envelopeTime, peakThreshold
         case minimumPeak, minimumStepInterval, maximumStepInterval, regularityTolerance
         case stepsToConfirm, fillMissedSteps, strideThreshold, maximumSkippedPeaks, amplitudeRatio
-        case periodCorrelation, halfPeriodCorrelation, correlationWindow
+        case periodCorrelation, halfPeriodCorrelation, minimumBoutSteps, shortBoutCorrelation
+        case longChainCorrelation, resumeTime, resumeCorrelation, sinusoidCorrelation, correlationWindow
     }
 
     private struct AnyKey: CodingKey {
@@ -194,6 +236,16 @@ extension DetectorConfiguration {
             try c.decodeIfPresent(Double.self, forKey: .periodCorrelation) ?? d.periodCorrelation
         d.halfPeriodCorrelation =
             try c.decodeIfPresent(Double.self, forKey: .halfPeriodCorrelation) ?? d.halfPeriodCorrelation
+        d.minimumBoutSteps = try c.decodeIfPresent(Int.self, forKey: .minimumBoutSteps) ?? d.minimumBoutSteps
+        d.shortBoutCorrelation =
+            try c.decodeIfPresent(Double.self, forKey: .shortBoutCorrelation) ?? d.shortBoutCorrelation
+        d.longChainCorrelation =
+            try c.decodeIfPresent(Double.self, forKey: .longChainCorrelation) ?? d.longChainCorrelation
+        d.resumeTime = try c.decodeIfPresent(Double.self, forKey: .resumeTime) ?? d.resumeTime
+        d.resumeCorrelation =
+            try c.decodeIfPresent(Double.self, forKey: .resumeCorrelation) ?? d.resumeCorrelation
+        d.sinusoidCorrelation =
+            try c.decodeIfPresent(Double.self, forKey: .sinusoidCorrelation) ?? d.sinusoidCorrelation
         d.correlationWindow =
             try c.decodeIfPresent(Double.self, forKey: .correlationWindow) ?? d.correlationWindow
         self = d
@@ -218,6 +270,12 @@ extension DetectorConfiguration {
         try c.encode(amplitudeRatio, forKey: .amplitudeRatio)
         try c.encode(periodCorrelation, forKey: .periodCorrelation)
         try c.encode(halfPeriodCorrelation, forKey: .halfPeriodCorrelation)
+        try c.encode(minimumBoutSteps, forKey: .minimumBoutSteps)
+        try c.encode(shortBoutCorrelation, forKey: .shortBoutCorrelation)
+        try c.encode(longChainCorrelation, forKey: .longChainCorrelation)
+        try c.encode(resumeTime, forKey: .resumeTime)
+        try c.encode(resumeCorrelation, forKey: .resumeCorrelation)
+        try c.encode(sinusoidCorrelation, forKey: .sinusoidCorrelation)
         try c.encode(correlationWindow, forKey: .correlationWindow)
     }
 }

@@ -29,8 +29,20 @@ public struct SignalHistory: Sendable {
     /// the band-passed signal has little above a few hertz, so this halves the cost for free.
     @inlinable
     public func correlation(atLag lagTime: Int64) -> Float {
+        correlation(atLag: lagTime, over: window)
+    }
+
+    /// The correlation at `lagTime` over the last `span` nanoseconds (at most the configured
+    /// window, at least two samples).
+    @inlinable
+    public func correlation(atLag lagTime: Int64, span: Int64) -> Float {
+        let samples = Int((Double(span) / samplePeriod).rounded())
+        return correlation(atLag: lagTime, over: min(window, max(2, samples)))
+    }
+
+    @inlinable
+    func correlation(atLag lagTime: Int64, over n: Int) -> Float {
         let lag = Int((Double(lagTime) / samplePeriod).rounded())
-        let n = window
         guard lag > 0, count >= n &+ lag, n &+ lag <= Self.capacity else { return 0 }
         // Four independent partial sums break the add-latency chain (4× faster than one).
         var sxy = SIMD4<Float>()

@@ -26,8 +26,23 @@ public struct StepEvent: Sendable, Hashable {
 /// The detector reads no clock and does no I/O: time comes with the samples, so a replay is
 /// exactly reproducible and the live pipeline runs the same code.
 public struct StepDetector: Sendable {
+    /// What the samples hold.
+    public enum Input: Sendable, Hashable {
+        /// Total acceleration, gravity included (accelerometers, most exports): the detector
+        /// works on its magnitude.
+        case totalAcceleration
+        /// Gravity removed (phyphox "Linear Acceleration", Sensor Logger `Accelerometer.csv`):
+        /// the detector works on the acceleration along its principal axis, plus 1 g
+        /// (``GravityFreeProjection``).
+        case linearAcceleration
+    }
+
     /// The configuration the detector was built with.
     public let configuration: DetectorConfiguration
+    /// What the samples hold.
+    public let input: Input
+    @usableFromInline let projectsLinearInput: Bool
+    @usableFromInline var projection = GravityFreeProjection()
 
     @usableFromInline var resampler: Resampler
     @usableFromInline var highPass: Biquad
@@ -50,7 +65,11 @@ public struct StepDetector: Sendable {
     /// A detector with the given configuration.
     ///
     /// - Precondition: `configuration.validate()` does not throw.
-    public init(configuration: DetectorConfiguration = DetectorConfiguration()) {
+    public init(
+        configuration: DetectorConfiguration = DetectorConfiguration(), input: Input = .totalAcceleration
+    ) {
+        self.input = input
+        projectsLinearInput = input == .linearAcceleration
         do {
             try configuration.validate()
         } catch {
@@ -72,7 +91,12 @@ public struct StepDetector: Sendable {
             fillsMissedSteps: configuration.fillMissedSteps, strideThreshold: configuration.strideThreshold,
             maximumSkipped: configuration.maximumSkippedPeaks, amplitudeRatio: configuration.amplitudeRatio,
             periodCorrelation: configuration.periodCorrelation,
-            halfPeriodCorrelation: configuration.halfPeriodCorrelation)
+            halfPeriodCorrelation: configuration.halfPeriodCorrelation,
+            minimumBoutSteps: configuration.minimumBoutSteps,
+            shortBoutCorrelation: configuration.shortBoutCorrelation,
+            longChainCorrelation: configuration.longChainCorrelation, resumeTime: configuration.resumeTime,
+            resumeCorrelation: configuration.resumeCorrelation,
+            sinusoidCorrelation: configuration.sinusoidCorrelation)
     }
 
     /// The cadence gate's state: still, confirming a run, or walking.
@@ -92,7 +116,8 @@ public struct StepDetector: Sendable {
     /// - Complexity: O(1) amortised per sample, no allocation.
     @inlinable @inline(__always)
     public mutating func process(_ sample: AccelerationSample, _ onStep: (StepEvent) -> Void) {
-        if !resampler.add(time: sample.timestamp, value: sample.magnitude) { restartFilters() }
+        let value = projectsLinearInput ? projection.value(sample) : sample.magnitude
+        if !resampler.add(time: sample.timestamp, value: value) { restartFilters() }
         while let tick = resampler.nextValue() { step(magnitude: tick.value, time: tick.time, onStep) }
     }
 
@@ -129,7 +154,7 @@ public struct StepDetector: Sendable {
         peaks.holdsPeaks = !gate.isWalking
         if let peak = peaks.process(y, time: time) {
             var count = stepCount
-            gate.peak(at: peak.time, height: peak.height, history: history) { stepTime in
+            gate.peak(at: peak.time, height: peak.height, history: history, now: time) { stepTime in
                 count &+= 1
                 onStep(StepEvent(timestamp: stepTime, count: count))
             }
@@ -150,9 +175,10 @@ public struct StepDetector: Sendable {
     /// Counts the steps in `samples` with a fresh detector.
     @inlinable
     public static func countSteps(
-        in samples: [AccelerationSample], configuration: DetectorConfiguration = DetectorConfiguration()
+        in samples: [AccelerationSample], configuration: DetectorConfiguration = DetectorConfiguration(),
+        input: Input = .totalAcceleration
     ) -> Int {
-        var detector = StepDetector(configuration: configuration)
+        var detector = StepDetector(configuration: configuration, input: input)
         detector.process(samples) { _ in }
         return detector.count
     }

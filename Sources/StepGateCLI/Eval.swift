@@ -13,13 +13,22 @@ struct Eval: Command {
             truth_steps, truth_source; paths relative to the manifest) or a folder of recordings \
             whose file names carry the true count (100_3.csv, walk-1834.csv; 0 means a no-walk log). \
             Prints each recording's truth, count and error, then three figures: walks MAPE (and per \
-            placement), false steps per hour on no-walk logs, and mixed-log absolute % error.
+            placement), false steps per hour on no-walk logs, and mixed-log absolute % error. \
+            With --daily-life SEED, builds day-like recordings instead: walking bouts of exact \
+            count, cut from the walks with per-step truth (and whole short walks), between real \
+            no-walk segments, bout lengths as in everyday life; prints each day's error, the \
+            recall of bouts by length and false steps per hour between bouts.
             """,
         arguments: [ArgumentHelp("<set>...", help: "Manifest CSV files or folders of recordings.")],
         options: [
             .option("config", "file", help: "Detector configuration (JSON); defaults otherwise."),
             .flag("json", help: "Print one JSON line per recording and one with the summary."),
             .flag("markdown", help: "Print the summary figures as a Markdown table (for documentation)."),
+            .option(
+                "daily-life", "seed",
+                help: "Score day-like recordings spliced from the sets (seeds SEED, SEED+1, …)."),
+            .option("days", "n", help: "Days for --daily-life (default 5)."),
+            .option("bouts", "n", help: "Walking bouts per day for --daily-life (default 60)."),
         ]
     )
 
@@ -27,6 +36,9 @@ struct Eval: Command {
     var configPath: String?
     var json: Bool
     var markdown: Bool
+    var dailyLifeSeed: UInt64?
+    var days = 5
+    var bouts = 60
 
     init(arguments: ParsedArguments) throws(UsageError) {
         sets = arguments.positionals
@@ -35,6 +47,21 @@ struct Eval: Command {
         json = arguments.flag("json")
         markdown = arguments.flag("markdown")
         guard !(json && markdown) else { throw UsageError("'--json' and '--markdown' exclude each other") }
+        if let text = arguments.value("daily-life") {
+            guard let seed = UInt64(text) else {
+                throw UsageError("option '--daily-life <seed>': expected a whole number ≥ 0, found '\(text)'")
+            }
+            dailyLifeSeed = seed
+        }
+        for (name, minimum) in [("days", 1), ("bouts", 1)] {
+            guard let text = arguments.value(name) else { continue }
+            guard dailyLifeSeed != nil else { throw UsageError("option '--\(name)' needs '--daily-life'") }
+            guard let value = Int(text), value >= minimum, value <= 10_000 else {
+                throw UsageError(
+                    "option '--\(name) <n>': expected a whole number in 1...10000, found '\(text)'")
+            }
+            if name == "days" { days = value } else { bouts = value }
+        }
     }
 
     func run() async throws {
@@ -42,6 +69,10 @@ struct Eval: Command {
         let recordings = try Eval.load(sets)
         guard !recordings.isEmpty else {
             throw LabelledSetError(path: sets[0], message: "no recordings found")
+        }
+        if let seed = dailyLifeSeed {
+            try await dailyLife(recordings, seed: seed, configuration: detector)
+            return
         }
         let results = try await Eval.evaluate(recordings, configuration: detector)
         let summary = EvaluationSummary(results)
@@ -55,6 +86,122 @@ struct Eval: Command {
         } else {
             out.write(Eval.table(results, summary))
         }
+    }
+
+    /// `--daily-life`: builds the days, counts them on all cores, prints the report.
+    func dailyLife(_ recordings: [LabelledRecording], seed: UInt64, configuration: DetectorConfiguration)
+        async throws
+    {
+        let loaded = try await Tune.load(
+            recordings, jobs: max(1, ProcessInfo.processInfo.activeProcessorCount))
+        let bench = DailyLifeBench(recordings: loaded, boutsPerDay: bouts)
+        guard bench.isUsable else {
+            throw LabelledSetError(
+                path: sets[0],
+                message:
+                    "the daily-life bench needs walks with per-step truth (an Oxford-style stepcounter.csv) and no-walk logs"
+            )
+        }
+        let seeds = (0..<UInt64(days)).map { seed &+ $0 }
+        let scores = await withTaskGroup(of: (Int, DailyLifeScore).self) { group in
+            for (i, s) in seeds.enumerated() {
+                group.addTask {
+                    (i, DailyLifeScore.evaluate([bench.day(seed: s)], configuration: configuration))
+                }
+            }
+            var all = [DailyLifeScore?](repeating: nil, count: seeds.count)
+            for await (i, score) in group { all[i] = score }
+            return all.compactMap { $0 }
+        }
+        var score = DailyLifeScore()
+        for s in scores {
+            score.days += s.days
+            score.falseStepsAfterBouts += s.falseStepsAfterBouts
+            score.falseStepsBySource.merge(s.falseStepsBySource, uniquingKeysWith: +)
+            for c in score.classes.indices {
+                score.classes[c].bouts += s.classes[c].bouts
+                score.classes[c].boutsFound += s.classes[c].boutsFound
+                score.classes[c].trueSteps += s.classes[c].trueSteps
+                score.classes[c].recalledSteps += s.classes[c].recalledSteps
+                score.classes[c].countedSteps += s.classes[c].countedSteps
+            }
+        }
+        let out = StandardOutput()
+        defer { out.flush() }
+        out.write(json ? Eval.dailyLifeJSON(score) : Eval.dailyLifeTable(score, sources: bench.sourceCounts))
+    }
+
+    static func dailyLifeTable(
+        _ score: DailyLifeScore, sources: (cutWalks: Int, wholeWalks: Int, noWalks: Int)
+    ) -> String {
+        var text =
+            "daily-life days from \(sources.cutWalks) walks with per-step truth, \(sources.wholeWalks) whole "
+            + "walks, \(sources.noWalks) no-walk logs\n\n"
+        text +=
+            rightPad("seed", 8) + leftPad("hours", 7) + leftPad("bouts", 7) + leftPad("truth", 8)
+            + leftPad("counted", 9) + leftPad("error", 9) + leftPad("false", 7) + "\n"
+        for d in score.days {
+            text +=
+                rightPad(String(d.seed), 8) + leftPad(formatFixed(d.hours, decimals: 2), 7)
+                + leftPad(String(d.bouts), 7) + leftPad(String(d.truth), 8) + leftPad(String(d.counted), 9)
+                + leftPad(
+                    (d.percentError >= 0 ? "+" : "") + formatFixed(d.percentError, decimals: 1) + "%", 9)
+                + leftPad(String(d.falseSteps), 7) + "\n"
+        }
+        text += "\nbout length   bouts  found   steps  counted  recall\n"
+        for c in score.classes where c.bouts > 0 {
+            let name =
+                c.range.upperBound >= 100_000
+                ? "\(c.range.lowerBound)+" : "\(c.range.lowerBound)–\(c.range.upperBound)"
+            text +=
+                rightPad(name, 12) + leftPad(String(c.bouts), 7) + leftPad(String(c.boutsFound), 7)
+                + leftPad(String(c.trueSteps), 8) + leftPad(String(c.countedSteps), 9)
+                + leftPad(formatFixed(c.recall ?? 0, decimals: 1), 7) + " %\n"
+        }
+        text += "\nday error             \(signed(score.pooledError)) % pooled, "
+        text +=
+            "\(formatFixed(score.meanAbsoluteDayError, decimals: 1)) % mean absolute (\(score.days.count) days)\n"
+        text +=
+            "false steps per hour  \(formatFixed(score.falseStepsPerHour, decimals: 1))  (between bouts; \(score.falseStepsAfterBouts) of them within 5 s after a bout)\n"
+        let worst = score.falseStepsBySource.sorted {
+            $0.value != $1.value ? $0.value > $1.value : $0.key < $1.key
+        }
+        if !worst.isEmpty {
+            text +=
+                "  most from: "
+                + worst.prefix(4).map { "\($0.key.split(separator: "/").last ?? "") (\($0.value))" }.joined(
+                    separator: ", ") + "\n"
+        }
+        return text
+    }
+
+    static func signed(_ value: Double) -> String {
+        (value >= 0 ? "+" : "") + formatFixed(value, decimals: 1)
+    }
+
+    static func dailyLifeJSON(_ score: DailyLifeScore) -> String {
+        var text = ""
+        for d in score.days {
+            var line = JSONLine()
+            line.add("seed", Int(truncatingIfNeeded: d.seed))
+            line.add("hours", d.hours, decimals: 3)
+            line.add("bouts", d.bouts)
+            line.add("truth", d.truth)
+            line.add("counted", d.counted)
+            line.add("error_percent", d.percentError, decimals: 2)
+            line.add("false_steps", d.falseSteps)
+            text += line.string + "\n"
+        }
+        var summary = JSONLine()
+        summary.add("day_error_percent", score.pooledError, decimals: 2)
+        summary.add("mean_absolute_day_error_percent", score.meanAbsoluteDayError, decimals: 2)
+        summary.add("false_steps_per_hour", score.falseStepsPerHour, decimals: 2)
+        var recall = JSONLine()
+        for c in score.classes where c.bouts > 0 {
+            recall.add("\(c.range.lowerBound)-\(c.range.upperBound)", c.recall ?? 0, decimals: 2)
+        }
+        summary.addRaw("recall_percent_by_bout_length", recall.string)
+        return text + summary.string + "\n"
     }
 
     /// Expands manifests and folders (names carrying the truth, or Oxford-style per-step

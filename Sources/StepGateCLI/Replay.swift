@@ -159,14 +159,9 @@ struct Replay: Command {
             found: summary.skipped.total > 0 ? "only rows that were skipped" : "only the header")
     }
 
-    /// Warnings that belong on standard error: skipped rows, gravity-free input.
+    /// Warnings that belong on standard error: skipped rows.
     private func report(_ summary: RecordingSummary, file: String) {
         if summary.skipped.total > 0 { printError("\(file): \(summary.skipped)") }
-        if !summary.gravityIncluded {
-            printError(
-                "\(file): warning: this recording has gravity removed (linear acceleration); the detector "
-                    + "is tuned for total acceleration, so counts may be lower")
-        }
     }
 
     static func jsonLine(_ s: RecordingSummary, file: String) -> String {
@@ -192,7 +187,9 @@ struct Replay: Command {
     {
         let file = files[0]
         var reader = try RecordingReader(path: file, options: options)
-        var detector = StepDetector(configuration: configuration)
+        var detector = StepDetector(
+            configuration: configuration,
+            input: reader.gravityIncluded ? .totalAcceleration : .linearAcceleration)
         var replay = PolicyReplay(configuration: policy, start: start, zone: zone)
         let out = StandardOutput()
         defer { out.flush() }

@@ -19,7 +19,11 @@ struct Tune: Command {
             (40 % of the budget), then coordinate refinement from the best points and a robust \
             choice (the best mean over neighbours), minimising walks MAPE + w1 x false steps/h \
             + w2 x mixed-log error + w3 x worst placement MAPE. \
-            Then k-fold cross-validation by recording and leave-one-placement-out, each fold tuned \
+            With several sets (a manifest holding several formats is one set per format), the \
+            objective is the weighted mean over sets plus a weight on the worst set, and \
+            leave-one-set-out cross-validation runs too; --daily-life adds day-like recordings \
+            (see eval --daily-life) and their error to the objective. \
+            Then k-fold cross-validation by recording session and leave-one-placement-out, each fold tuned \
             with --cv-budget evaluations. Writes best.json, report.md, objective.svg, \
             placements.svg and space.json to --output. Ctrl-C stops the search and keeps the best \
             found so far. A seed gives the same result with any --jobs (unless --time or Ctrl-C \
@@ -45,6 +49,20 @@ struct Tune: Command {
             .option(
                 "placement-weight", "w", help: "Objective weight of the worst placement's MAPE (default 0.2)."
             ),
+            .option(
+                "set-weight", "name=w",
+                help: "Weight of one set in the mean over sets (default 1); names as in the report.",
+                repeatable: true),
+            .option(
+                "worst-set-weight", "w", help: "Objective weight of the worst set's objective (default 0.5)."),
+            .option(
+                "daily-life", "days",
+                help: "Add this many daily-life days (spliced from the sets) to the objective (default 0)."),
+            .option(
+                "daily-life-weight", "w",
+                help: "Objective weight of the days' mean absolute error (default 0.2)."
+            ),
+            .flag("no-set-cv", help: "Skip leave-one-set-out cross-validation."),
             .option("output", "dir", help: "Folder for the results (default tune-out)."),
             .flag("print-space", help: "Print the default parameter space as JSON and exit."),
         ]
@@ -65,6 +83,8 @@ struct Tune: Command {
     var objective = Objective()
     var output: String
     var printSpace: Bool
+    var dailyLifeDays = 0
+    var setCV: Bool
 
     init(arguments: ParsedArguments) throws(UsageError) {
         sets = arguments.positionals
@@ -102,6 +122,22 @@ struct Tune: Command {
         objective.falseStepWeight = try weight("false-step-weight") ?? objective.falseStepWeight
         objective.mixedWeight = try weight("mixed-weight") ?? objective.mixedWeight
         objective.placementWeight = try weight("placement-weight") ?? objective.placementWeight
+        objective.worstSetWeight = try weight("worst-set-weight") ?? objective.worstSetWeight
+        objective.dailyLifeWeight = try weight("daily-life-weight") ?? objective.dailyLifeWeight
+        for text in arguments.values("set-weight") {
+            guard let equals = text.lastIndex(of: "="), let w = Double(text[text.index(after: equals)...]),
+                w >= 0, w.isFinite, equals != text.startIndex
+            else {
+                throw UsageError(
+                    "option '--set-weight <name=w>': expected NAME=WEIGHT (a number ≥ 0), found '\(text)'")
+            }
+            objective.setWeights[String(text[..<equals])] = w
+        }
+        dailyLifeDays =
+            try arguments.value("daily-life", expected: "a whole number in 0...100") {
+                Int($0).flatMap { (0...100).contains($0) ? $0 : nil }
+            } ?? 0
+        setCV = !arguments.flag("no-set-cv")
         output = arguments.value("output") ?? "tune-out"
     }
 
@@ -134,9 +170,28 @@ struct Tune: Command {
         let start = try configPath.map(loadDetectorConfiguration(path:)) ?? DetectorConfiguration()
         let space =
             try spacePath.map(Tune.loadSpace(path:)) ?? .default
-        let labelled = try LabelledSets.load(sets) { printError($0) }
+        var labelled = try LabelledSets.load(sets) { printError($0) }
         guard !labelled.isEmpty else { throw LabelledSetError(path: sets[0], message: "no recordings found") }
-        let recordings = try await Tune.load(labelled, jobs: jobs)
+        var recordings = try await Tune.load(labelled, jobs: jobs)
+        if dailyLifeDays > 0 {
+            let bench = DailyLifeBench(recordings: recordings)
+            guard bench.isUsable else {
+                throw LabelledSetError(
+                    path: sets[0],
+                    message:
+                        "--daily-life needs walks with per-step truth (an Oxford-style stepcounter.csv) and no-walk logs"
+                )
+            }
+            let days = bench.recordings(days: dailyLifeDays, seed: seed)
+            recordings += days
+            labelled += days.map(\.labelled)
+        }
+        let names = Set(labelled.map(\.set))
+        for name in objective.setWeights.keys where !names.contains(name) {
+            throw UsageError(
+                "option '--set-weight': no set named '\(name)' (sets: \(names.sorted().joined(separator: ", ")))"
+            )
+        }
         let evaluator = Evaluator(recordings: recordings, jobs: jobs)
         var tuner = Tuner(space: space, start: start, objective: objective, evaluator: evaluator)
         tuner.robustSelection = robust
@@ -173,6 +228,8 @@ struct Tune: Command {
             : []
         let placementSplits: [(name: String, heldOut: [Int])] =
             placementCV ? CrossValidation.placementSplits(labelled).map { ($0.placement, $0.heldOut) } : []
+        let setSplits: [(name: String, heldOut: [Int])] =
+            setCV ? CrossValidation.setSplits(labelled).map { ($0.set, $0.heldOut) } : []
         // --time without --budget: size the budget (and so the design) from the time one
         // configuration takes, so the search reaches its refinement phase in time.
         var budget = budget
@@ -183,7 +240,7 @@ struct Tune: Command {
             budget = max(20, Int(timeLimit / each * 1.2))
         }
         var perFold = cvBudget ?? max(1, budget / max(1, k))
-        let planned = budget + perFold * (foldSplits.count + placementSplits.count)
+        let planned = budget + perFold * (foldSplits.count + placementSplits.count + setSplits.count)
 
         var bar = TuneProgress(total: planned)
         let searchBegan = clock.now
@@ -196,7 +253,9 @@ struct Tune: Command {
         // Cut short by --time: cross-validate with the evaluations the search managed.
         if search.evaluations < budget && cvBudget == nil { perFold = max(1, search.evaluations / max(1, k)) }
         let base0 = search.evaluations
-        bar.replan(total: base0 + perFold * (foldSplits.count + placementSplits.count), done: base0)
+        bar.replan(
+            total: base0 + perFold * (foldSplits.count + placementSplits.count + setSplits.count), done: base0
+        )
         var foldReport: CrossValidation.Report?
         var placementReport: CrossValidation.Report?
         if !foldSplits.isEmpty && !interrupted() {
@@ -230,7 +289,25 @@ struct Tune: Command {
             }
             done += placementReport?.evaluations ?? 0
         }
+        bar.skip(to: base0 + perFold * (foldSplits.count + placementSplits.count))
+        var setReport: CrossValidation.Report?
+        if !setSplits.isEmpty && !interrupted() {
+            var base = base0 + perFold * (foldSplits.count + placementSplits.count)
+            var lastSplit = 0
+            setReport = await CrossValidation.run(
+                setSplits, tuner: tuner, budget: perFold, seed: seed &+ 2000, shouldStop: interrupted
+            ) { split, p in
+                if split != lastSplit {
+                    base += perFold
+                    lastSplit = split
+                }
+                bar.update(
+                    done: base + p.evaluations, best: p.best, phase: "without \(setSplits[split].name)")
+            }
+            done += setReport?.evaluations ?? 0
+        }
         bar.finish()
+        if let r = setReport, r.splits.count < setSplits.count { setReport = nil }
         // A cross-validation cut short by Ctrl-C or --time would be misleading: leave it out.
         if let r = foldReport, r.splits.count < foldSplits.count { foldReport = nil }
         if let r = placementReport, r.splits.count < placementSplits.count { placementReport = nil }
@@ -254,7 +331,9 @@ struct Tune: Command {
         }
         let report = TuneReport(
             sets: sets, space: space, objective: objective, seed: seed, budget: budget, search: search,
-            folds: foldReport, foldCount: foldSplits.count, placements: placementReport, cvBudget: perFold,
+            folds: foldReport, foldCount: foldSplits.count, placements: placementReport,
+            heldOutSets: setReport,
+            cvBudget: perFold,
             searchSeconds: searchSeconds, totalSeconds: seconds(clock.now - began), jobs: jobs,
             samples: evaluator.sampleCount, matchingBefore: anyTruth ? before : nil,
             matchingAfter: anyTruth ? after : nil)

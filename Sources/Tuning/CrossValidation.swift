@@ -6,11 +6,22 @@ public enum CrossValidation {
     /// (kind, placement) group are shuffled with the seed and dealt round-robin, continuing
     /// from fold to fold across groups so the folds stay within one recording of each other in
     /// size. Every recording is in exactly one fold. `k` is capped at the number of recordings.
+    ///
+    /// Recordings of one session (``LabelledRecording/session``: a wearer's session, an Oxford
+    /// folder) stay together: sessions are the units dealt, grouped by the kind and placement
+    /// of their first recording, and each goes to the fold with the fewest recordings so far.
     public static func folds(_ recordings: [LabelledRecording], k: Int, seed: UInt64) -> [[Int]] {
-        let k = max(1, min(k, recordings.count))
-        var groups: [String: [Int]] = [:]
+        var sessions: [String: [Int]] = [:]
+        var order: [String] = []
         for (i, r) in recordings.enumerated() {
-            groups["\(r.kind.rawValue)/\(r.placement)", default: []].append(i)
+            if sessions[r.session] == nil { order.append(r.session) }
+            sessions[r.session, default: []].append(i)
+        }
+        let k = max(1, min(k, order.count))
+        var groups: [String: [String]] = [:]
+        for session in order {
+            let r = recordings[sessions[session]![0]]
+            groups["\(r.kind.rawValue)/\(r.placement)", default: []].append(session)
         }
         var random = SplitMix64(seed: seed)
         var folds = [[Int]](repeating: [], count: k)
@@ -19,11 +30,24 @@ public enum CrossValidation {
             var members = groups[key]!
             shuffle(&members, &random)
             for member in members {
-                folds[next % k].append(member)
+                // To the fold with the fewest recordings; ties in round-robin order.
+                let target = (0..<k).map { (next + $0) % k }.min { folds[$0].count < folds[$1].count }!
+                folds[target] += sessions[member]!
                 next += 1
             }
         }
         return folds.map { $0.sorted() }
+    }
+
+    /// Leave-one-set-out splits: for each set (with at least two sets, days of the daily-life
+    /// bench aside), all its recordings held out.
+    public static func setSplits(_ recordings: [LabelledRecording]) -> [(set: String, heldOut: [Int])] {
+        var bySet: [String: [Int]] = [:]
+        for (i, r) in recordings.enumerated() where r.set != DailyLifeBench.setName {
+            bySet[r.set, default: []].append(i)
+        }
+        guard bySet.count >= 2 else { return [] }
+        return bySet.keys.sorted().map { ($0, bySet[$0]!) }
     }
 
     /// Leave-one-placement-out splits: for each placement with walks (and at least two

@@ -43,6 +43,8 @@ public struct EvaluationSummary: Sendable, Hashable {
     public var mixedCount = 0
     /// Walks MAPE per placement, sorted by placement.
     public var placements: [PlacementScore] = []
+    /// Mean absolute error of the daily-life days among the results, in percent; `nil` without.
+    public var dailyLifeError: Double?
 
     /// The walk error of one carrying position.
     public struct PlacementScore: Sendable, Hashable {
@@ -55,7 +57,7 @@ public struct EvaluationSummary: Sendable, Hashable {
         var walkErrors: [Double] = []
         var mixedErrors: [Double] = []
         var byPlacement: [String: [Double]] = [:]
-        for result in results {
+        for result in results where result.recording.set != DailyLifeBench.setName {
             switch result.recording.kind {
             case .walk:
                 guard let error = result.percentError else { continue }
@@ -69,6 +71,10 @@ public struct EvaluationSummary: Sendable, Hashable {
                 noWalkCount += 1
             }
         }
+        dailyLifeError = mean(
+            results.filter { $0.recording.set == DailyLifeBench.setName }.compactMap {
+                $0.percentError.map(abs)
+            })
         walkCount = walkErrors.count
         walkMAPE = mean(walkErrors)
         mixedCount = mixedErrors.count

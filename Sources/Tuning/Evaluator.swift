@@ -37,9 +37,10 @@ public struct Evaluator: Sendable {
                 let i = order[next % perConfiguration]
                 let configuration = configurations[c]
                 let samples = recordings[subset[i]].samples
+                let input = recordings[subset[i]].input
                 next += 1
                 group.addTask {
-                    (c, i, StepDetector.countSteps(in: samples, configuration: configuration))
+                    (c, i, StepDetector.countSteps(in: samples, configuration: configuration, input: input))
                 }
             }
             while next < min(jobs, total) { start() }

@@ -23,9 +23,15 @@ public struct LabelledRecording: Sendable, Hashable {
     public var kind: Kind
     /// The true number of steps.
     public var truth: Int
+    /// The set it belongs to (a manifest or folder given on the command line; a manifest holding
+    /// several formats is one set per format), for per-set scores and leave-one-set-out.
+    public var set: String
+    /// The recording session: recordings of one wearer's session stay in one fold together.
+    public var session: String
 
     public init(
-        path: String, name: String, format: RecordingFormat?, placement: String, kind: Kind, truth: Int
+        path: String, name: String, format: RecordingFormat?, placement: String, kind: Kind, truth: Int,
+        set: String = "", session: String = ""
     ) {
         self.path = path
         self.name = name
@@ -33,6 +39,8 @@ public struct LabelledRecording: Sendable, Hashable {
         self.placement = placement
         self.kind = kind
         self.truth = truth
+        self.set = set
+        self.session = session.isEmpty ? path : session
     }
 }
 

@@ -62,6 +62,7 @@ public struct ParameterSpace: Sendable, Hashable {
     /// little and cost the most to vary.
     public static let `default` = ParameterSpace(parameters: [
         ParameterBounds(key: "lowPassCutoff", minimum: 1.6, maximum: 2.8),
+        ParameterBounds(key: "envelopeTime", minimum: 0.5, maximum: 2),
         ParameterBounds(key: "peakThreshold", minimum: 0.4, maximum: 1.0),
         ParameterBounds(key: "minimumPeak", minimum: 0.03, maximum: 0.1),
         ParameterBounds(key: "regularityTolerance", minimum: 0.15, maximum: 0.45),
@@ -69,13 +70,17 @@ public struct ParameterSpace: Sendable, Hashable {
         ParameterBounds(key: "strideThreshold", minimum: 0.75, maximum: 1.05),
         ParameterBounds(key: "periodCorrelation", minimum: 0.3, maximum: 0.7),
         ParameterBounds(key: "halfPeriodCorrelation", minimum: 0.2, maximum: 0.6),
+        ParameterBounds(key: "shortBoutCorrelation", minimum: 0.85, maximum: 0.99),
+        ParameterBounds(key: "resumeCorrelation", minimum: 0.2, maximum: 0.6),
     ])
 
     /// Keys that can be searched: the numeric parameters of ``DetectorConfiguration``.
     public static let tunableKeys: [String] = DetectorConfiguration.keys.filter { $0 != "fillMissedSteps" }
 
     /// Keys taking whole numbers.
-    public static let integerKeys: Set<String> = ["stepsToConfirm", "maximumSkippedPeaks"]
+    public static let integerKeys: Set<String> = [
+        "stepsToConfirm", "maximumSkippedPeaks", "minimumBoutSteps",
+    ]
 
     /// Parses a space file. Errors name the file and the key.
     public static func parse(json data: Data, path: String) throws(ParameterSpaceError) -> ParameterSpace {
@@ -244,6 +249,12 @@ extension DetectorConfiguration {
             case "amplitudeRatio": amplitudeRatio
             case "periodCorrelation": periodCorrelation
             case "halfPeriodCorrelation": halfPeriodCorrelation
+            case "minimumBoutSteps": Double(minimumBoutSteps)
+            case "shortBoutCorrelation": shortBoutCorrelation
+            case "longChainCorrelation": longChainCorrelation
+            case "resumeTime": resumeTime
+            case "resumeCorrelation": resumeCorrelation
+            case "sinusoidCorrelation": sinusoidCorrelation
             case "correlationWindow": correlationWindow
             default: .nan
             }
@@ -267,6 +278,12 @@ extension DetectorConfiguration {
             case "amplitudeRatio": amplitudeRatio = newValue
             case "periodCorrelation": periodCorrelation = newValue
             case "halfPeriodCorrelation": halfPeriodCorrelation = newValue
+            case "minimumBoutSteps": minimumBoutSteps = Int(newValue.rounded())
+            case "shortBoutCorrelation": shortBoutCorrelation = newValue
+            case "longChainCorrelation": longChainCorrelation = newValue
+            case "resumeTime": resumeTime = newValue
+            case "resumeCorrelation": resumeCorrelation = newValue
+            case "sinusoidCorrelation": sinusoidCorrelation = newValue
             case "correlationWindow": correlationWindow = newValue
             default: break
             }

@@ -9,7 +9,7 @@ public struct RecordingSummary: Sendable, Hashable {
     public var format: RecordingFormat
     /// The unit its axis columns were read in.
     public var unit: AccelerationUnit
-    /// Whether the file includes gravity (the detector expects it to).
+    /// Whether the file includes gravity (else the detector counts it as linear acceleration).
     public var gravityIncluded: Bool
     /// Samples read.
     public var samples = 0
@@ -55,7 +55,9 @@ public func countSteps(
     onStep: (StepEvent) -> Void = { _ in }
 ) throws(RecordingError) -> RecordingSummary {
     var reader = try RecordingReader(path: path, options: options)
-    var detector = StepDetector(configuration: configuration)
+    var detector = StepDetector(
+        configuration: configuration, input: reader.gravityIncluded ? .totalAcceleration : .linearAcceleration
+    )
     var summary = RecordingSummary(
         path: path, format: reader.format, unit: reader.unit, gravityIncluded: reader.gravityIncluded)
     var samples = 0

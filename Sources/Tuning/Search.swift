@@ -107,7 +107,7 @@ public struct Tuner: Sendable {
         var evaluatedBy: [DetectorConfiguration: Evaluator.Evaluated] = [:]
         var order: [(point: [Double], configuration: DetectorConfiguration, objective: Double)] = []
         let first = await evaluator.evaluate([start], on: subset)[0]
-        let startObjective = objective.value(first.summary)
+        let startObjective = objective.value(first.results)
         objectives.append(startObjective)
         seen[start] = startObjective
         evaluatedBy[start] = first
@@ -133,7 +133,7 @@ public struct Tuner: Sendable {
             let evaluated = await evaluator.evaluate(candidates.map(\.configuration), on: subset)
             var out: [(point: [Double], objective: Double)] = []
             for (candidate, result) in zip(candidates, evaluated) {
-                let value = objective.value(result.summary)
+                let value = objective.value(result.results)
                 objectives.append(value)
                 seen[candidate.configuration] = value
                 evaluatedBy[candidate.configuration] = result

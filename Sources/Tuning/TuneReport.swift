@@ -13,6 +13,8 @@ public struct TuneReport: Sendable {
     public var foldCount: Int
     /// Leave-one-placement-out, if run.
     public var placements: CrossValidation.Report?
+    /// Leave-one-set-out, if run.
+    public var heldOutSets: CrossValidation.Report?
     public var cvBudget: Int
     /// Seconds spent searching on the whole set, and in all.
     public var searchSeconds: Double
@@ -26,7 +28,8 @@ public struct TuneReport: Sendable {
     public init(
         sets: [String], space: ParameterSpace, objective: Objective, seed: UInt64, budget: Int,
         search: SearchResult, folds: CrossValidation.Report?, foldCount: Int,
-        placements: CrossValidation.Report?, cvBudget: Int, searchSeconds: Double, totalSeconds: Double,
+        placements: CrossValidation.Report?, heldOutSets: CrossValidation.Report? = nil, cvBudget: Int,
+        searchSeconds: Double, totalSeconds: Double,
         jobs: Int, samples: Int, matchingBefore: StepMatch? = nil, matchingAfter: StepMatch? = nil
     ) {
         self.sets = sets
@@ -38,6 +41,7 @@ public struct TuneReport: Sendable {
         self.folds = folds
         self.foldCount = foldCount
         self.placements = placements
+        self.heldOutSets = heldOutSets
         self.cvBudget = cvBudget
         self.searchSeconds = searchSeconds
         self.totalSeconds = totalSeconds
@@ -79,20 +83,52 @@ public struct TuneReport: Sendable {
         let after = search.best.summary
         let cv = folds?.summary
         let lopo = placements?.summary
+        let loso = heldOutSets?.summary
         var rows: [[String]] = []
-        rows.append(["objective", fixed(search.startObjective, 3), fixed(search.bestObjective, 3), "", ""])
+        rows.append([
+            "objective", fixed(search.startObjective, 3), fixed(search.bestObjective, 3), "", "", "",
+        ])
         rows.append([
             "walks MAPE %", opt(before.walkMAPE, 2), opt(after.walkMAPE, 2), opt(cv?.walkMAPE, 2),
-            opt(lopo?.walkMAPE, 2),
+            opt(lopo?.walkMAPE, 2), opt(loso?.walkMAPE, 2),
         ])
         rows.append([
             "false steps / h", opt(before.falseStepsPerHour, 1), opt(after.falseStepsPerHour, 1),
-            opt(cv?.falseStepsPerHour, 1), "",
+            opt(cv?.falseStepsPerHour, 1), "", opt(loso?.falseStepsPerHour, 1),
         ])
         rows.append([
             "mixed-log error %", opt(before.mixedError, 1), opt(after.mixedError, 1), opt(cv?.mixedError, 1),
-            "",
+            "", "",
         ])
+        if before.dailyLifeError != nil {
+            rows.append([
+                "daily-life error %", opt(before.dailyLifeError, 1), opt(after.dailyLifeError, 1),
+                opt(cv?.dailyLifeError, 1), "", "",
+            ])
+        }
+        let beforeSets = objective.setValues(search.start.results)
+        if beforeSets.count > 1 {
+            let afterSets = objective.setValues(search.best.results)
+            let cvSets = folds.map { objective.setValues($0.splits.flatMap(\.heldOutResults)) }
+            for (i, entry) in beforeSets.enumerated() {
+                let a = afterSets.first { $0.set == entry.set }?.summary
+                let c = cvSets?.first { $0.set == entry.set }?.summary
+                let held = heldOutSets?.splits.first { $0.name == entry.set }
+                    .map { EvaluationSummary($0.heldOutResults) }
+                _ = i
+                rows.append([
+                    "  set \(entry.set) walks MAPE %", opt(entry.summary.walkMAPE, 2), opt(a?.walkMAPE, 2),
+                    opt(c?.walkMAPE, 2), "", opt(held?.walkMAPE, 2),
+                ])
+                if entry.summary.falseStepsPerHour != nil {
+                    rows.append([
+                        "  set \(entry.set) false steps / h", opt(entry.summary.falseStepsPerHour, 1),
+                        opt(a?.falseStepsPerHour, 1), opt(c?.falseStepsPerHour, 1), "",
+                        opt(held?.falseStepsPerHour, 1),
+                    ])
+                }
+            }
+        }
         let names = Set(before.placements.map(\.placement)).union(after.placements.map(\.placement)).sorted()
         for name in names {
             func find(_ s: EvaluationSummary?) -> Double? {
@@ -100,7 +136,7 @@ public struct TuneReport: Sendable {
             }
             rows.append([
                 "  \(name) MAPE %", opt(find(before), 2), opt(find(after), 2), opt(find(cv), 2),
-                opt(find(lopo), 2),
+                opt(find(lopo), 2), opt(find(loso), 2),
             ])
         }
         return rows
@@ -124,12 +160,19 @@ public struct TuneReport: Sendable {
             "(\(fixed(configurationsPerSecond, 1)) configurations/s); whole run \(fixed(totalSeconds, 1)) s.\n\n"
         md += "## Summary\n\n"
         md += "In-sample figures are on the whole set; k-fold figures pool each recording's result with "
-        md += "the configuration tuned without it (\(foldCount) folds by recording, stratified by kind "
-        md += "and placement, \(cvBudget) evaluations per fold); leave-one-placement-out scores each "
-        md += "placement's walks with a configuration tuned on every other recording.\n\n"
-        md += table(
-            ["figure", "before", "after (in-sample)", "after (k-fold)", "after (leave-placement-out)"],
-            summaryRows(), rightAligned: [1, 2, 3, 4])
+        md += "the configuration tuned without it (\(foldCount) folds by recording session, stratified by "
+        md += "kind and placement, \(cvBudget) evaluations per fold); leave-one-placement-out scores each "
+        md += "placement's walks with a configuration tuned on every other recording"
+        md +=
+            heldOutSets == nil
+            ? ".\n\n" : "; leave-one-set-out scores each set with a configuration tuned on the others.\n\n"
+        let header = [
+            "figure", "before", "after (in-sample)", "after (k-fold)", "after (leave-placement-out)",
+        ]
+        md +=
+            heldOutSets == nil
+            ? table(header, summaryRows().map { Array($0.prefix(5)) }, rightAligned: [1, 2, 3, 4])
+            : table(header + ["after (leave-set-out)"], summaryRows(), rightAligned: [1, 2, 3, 4, 5])
         if let ok = generalises() {
             md += "\nCross-validated walks MAPE is \(ok ? "within" : "**more than**") 1 point of the "
             md += "in-sample figure\(ok ? "" : ": the tuned configuration may be fitted to this set").\n"
@@ -226,11 +269,13 @@ public struct TuneReport: Sendable {
     public func terminal() -> String {
         var text = ""
         let rows = summaryRows()
-        let header = ["", "before", "after", "k-fold", "leave-placement-out"]
-        let widths = (0..<5).map { c in ([header[c]] + rows.map { $0[c] }).map(\.count).max() ?? 0 }
+        var header = ["", "before", "after", "k-fold", "leave-placement-out", "leave-set-out"]
+        let columns = heldOutSets == nil ? 5 : 6
+        header = Array(header.prefix(columns))
+        let widths = (0..<columns).map { c in ([header[c]] + rows.map { $0[c] }).map(\.count).max() ?? 0 }
         func line(_ cells: [String]) -> String {
             var s = pad(cells[0], widths[0], left: false)
-            for c in 1..<5 { s += "  " + pad(cells[c], widths[c], left: true) }
+            for c in 1..<columns { s += "  " + pad(cells[c], widths[c], left: true) }
             while s.hasSuffix(" ") { s.removeLast() }
             return s + "\n"
         }
@@ -249,6 +294,7 @@ public struct TuneReport: Sendable {
         var cv: [String] = []
         if let folds { cv.append("\(folds.evaluations) k-fold") }
         if let placements { cv.append("\(placements.evaluations) placement-held-out") }
+        if let heldOutSets { cv.append("\(heldOutSets.evaluations) set-held-out") }
         if !cv.isEmpty { text += "; cross-validation: " + cv.joined(separator: " + ") + " evaluations" }
         text += "; \(fixed(totalSeconds, 1)) s in all\n"
         return text

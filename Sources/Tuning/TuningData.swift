@@ -11,10 +11,16 @@ public struct TuningRecording: Sendable {
     /// The time of every true step, in nanoseconds on the recording's clock, when the set has
     /// per-step truth (the Oxford foot-switch files); `nil` otherwise.
     public var stepTimes: [Int64]?
+    /// Whether the samples hold total or gravity-removed acceleration.
+    public var input: StepDetector.Input
 
-    public init(labelled: LabelledRecording, samples: [AccelerationSample], stepTimes: [Int64]? = nil) {
+    public init(
+        labelled: LabelledRecording, samples: [AccelerationSample], stepTimes: [Int64]? = nil,
+        input: StepDetector.Input = .totalAcceleration
+    ) {
         self.labelled = labelled
         self.samples = samples
+        self.input = input
         let span = samples.count > 1 ? samples[samples.count - 1].timestamp &- samples[0].timestamp : 0
         hours = Double(span) / 3.6e12
         self.stepTimes = stepTimes
@@ -29,7 +35,9 @@ public struct TuningRecording: Sendable {
         if let truthPath, FileManager.default.fileExists(atPath: truthPath) {
             times = try StepTruth.read(path: truthPath)
         }
-        return TuningRecording(labelled: labelled, samples: samples, stepTimes: times)
+        return TuningRecording(
+            labelled: labelled, samples: samples, stepTimes: times,
+            input: reader.gravityIncluded ? .totalAcceleration : .linearAcceleration)
     }
 
     /// Evaluation of this recording given a count.
@@ -103,8 +111,9 @@ public enum LabelledSets {
             guard FileManager.default.fileExists(atPath: set, isDirectory: &isDirectory) else {
                 throw LabelledSetError(path: set, message: "no such file or folder")
             }
+            var loaded: [LabelledRecording]
             if isDirectory.boolValue {
-                recordings += try folder(set, warn: warn)
+                loaded = try folder(set, warn: warn)
             } else {
                 guard let data = FileManager.default.contents(atPath: set) else {
                     throw LabelledSetError(path: set, message: "cannot read the file")
@@ -116,10 +125,63 @@ public enum LabelledSets {
                             + "\(LabelledSet.requiredColumns.joined(separator: ", "))…) or a folder, found binary data"
                     )
                 }
-                recordings += try LabelledSet.manifest(text: text, path: set)
+                loaded = try LabelledSet.manifest(text: text, path: set)
             }
+            let groups = try splitGroups(besideManifest: set)
+            let name = setName(set)
+            let formats = Set(loaded.map { $0.format?.rawValue ?? "" })
+            for i in loaded.indices {
+                loaded[i].set =
+                    formats.count > 1 ? name + "/" + (loaded[i].format?.rawValue ?? "detected") : name
+                loaded[i].session = session(of: loaded[i], groups: groups)
+            }
+            recordings += loaded
         }
         return recordings
+    }
+
+    /// A set's display name: the folder's name, or the manifest's folder's name.
+    static func setName(_ argument: String) -> String {
+        var path = argument
+        if !path.hasPrefix("/") { path = FileManager.default.currentDirectoryPath + "/" + path }
+        var parts = path.split(separator: "/").map(String.init).filter { $0 != "." }
+        if let last = parts.last, last.lowercased().hasSuffix(".csv") && parts.count > 1 {
+            parts.removeLast()
+        }
+        return parts.last ?? argument
+    }
+
+    /// A recording's session: its `split_group` in a `detail.csv` beside the manifest (name
+    /// without `.csv`); else, for Oxford-style recordings (one folder per session), the folder;
+    /// else the file itself.
+    static func session(of recording: LabelledRecording, groups: [String: String]) -> String {
+        var file = recording.name
+        if let slash = file.lastIndex(of: "/") { file = String(file[file.index(after: slash)...]) }
+        let stem = file.lowercased().hasSuffix(".csv") ? String(file.dropLast(4)) : file
+        if let group = groups[stem] { return recording.set + ":" + group }
+        if file == "accelerometer.csv" { return String(recording.path.dropLast(file.count)) }
+        return recording.path
+    }
+
+    /// `name → split_group` from a `detail.csv` beside a manifest (empty when there is none).
+    static func splitGroups(besideManifest path: String) throws -> [String: String] {
+        guard path.lowercased().hasSuffix(".csv") else { return [:] }
+        let detail = LabelledSet.directory(of: path) + "detail.csv"
+        guard let data = FileManager.default.contents(atPath: detail) else { return [:] }
+        let lines = String(decoding: data, as: UTF8.self).split(whereSeparator: { $0 == "\n" || $0 == "\r\n" }
+        )
+        guard let header = lines.first else { return [:] }
+        let columns = LabelledSet.splitCSV(String(header)).map { $0.trimmingSpaces().lowercased() }
+        guard let nameColumn = columns.firstIndex(of: "name"),
+            let groupColumn = columns.firstIndex(of: "split_group")
+        else { return [:] }
+        var groups: [String: String] = [:]
+        for line in lines.dropFirst() {
+            let cells = LabelledSet.splitCSV(String(line))
+            guard cells.count > max(nameColumn, groupColumn) else { continue }
+            groups[cells[nameColumn].trimmingSpaces()] = cells[groupColumn].trimmingSpaces()
+        }
+        return groups
     }
 
     static func folder(_ set: String, warn: (String) -> Void) throws -> [LabelledRecording] {

@@ -45,8 +45,100 @@ struct StepDetectorTests {
         #expect(StepDetector.countSteps(in: walk(steps: 0, stillBefore: 60, stillAfter: 0)) == 0)
     }
 
-    @Test func aShortBoutBelowTheConfirmationCountIsNotCounted() {
-        #expect(StepDetector.countSteps(in: walk(steps: 5)) == 0)
+    @Test func aBoutBelowTheShortestChainIsNotCounted() {
+        #expect(StepDetector.countSteps(in: walk(steps: 3)) == 0)
+    }
+
+    @Test(arguments: [5, 6])
+    func aShortRhythmicBoutCountsWhenItsPeriodicityIsStrong(steps: Int) {
+        // Over ten noise realisations: a stray echo can break a chain this short, but most
+        // bouts count, and without the short-bout rule (the shortest chain is the full
+        // confirmation count) none does.
+        var fixed = DetectorConfiguration()
+        fixed.minimumBoutSteps = fixed.stepsToConfirm
+        var counted = 0
+        for seed in 1...10 {
+            let samples = walk(steps: steps, seed: UInt64(seed))
+            let n = StepDetector.countSteps(in: samples)
+            #expect(n == 0 || abs(n - steps) <= 1, "counted \(n) of \(steps)")
+            if abs(n - steps) <= 1 { counted += 1 }
+            #expect(StepDetector.countSteps(in: samples, configuration: fixed) == 0)
+        }
+        #expect(counted >= 6, "\(counted) of 10 bouts of \(steps) steps counted")
+    }
+
+    @Test func theEvidenceAChainNeedsScalesWithItsLength() {
+        // Irregular steps (step periods ±15 % at random): a long walk still counts.
+        func irregular(_ steps: Int) -> [AccelerationSample] {
+            var state: UInt64 = 11
+            var samples: [AccelerationSample] = []
+            var t = 0.0
+            let rate = 50.0
+            var stepStart = 3.0
+            var k = 0
+            var period = 0.55
+            while t < stepStart + 3 || k < steps {
+                var v = 0.005 * sin(t * 13)
+                if t >= stepStart && k < steps {
+                    let phase = (t - stepStart) / period
+                    if phase >= 1 {
+                        stepStart += period
+                        k += 1
+                        state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+                        period = 0.55 * (0.85 + 0.3 * Double(state >> 11) * 0x1p-53)
+                        continue
+                    }
+                    v += 0.25 * -cos(2 * Double.pi * phase)
+                }
+                samples.append(
+                    AccelerationSample(timestamp: Int64(t * 1e9), x: 0.02, y: Float(0.1 * v), z: Float(1 + v))
+                )
+                t += 1 / rate
+                if k >= steps && t > stepStart + 3 { break }
+            }
+            return samples
+        }
+        let long = StepDetector.countSteps(in: irregular(60))
+        #expect(abs(long - 60) <= 4, "long walk: \(long)")
+        let c = DetectorConfiguration()
+        var g = CadenceGate(
+            minimumInterval: 0.3, maximumInterval: 1.3, tolerance: 0.3, stepsToConfirm: c.stepsToConfirm,
+            fillsMissedSteps: true, strideThreshold: 0.879, periodCorrelation: c.periodCorrelation,
+            minimumBoutSteps: c.minimumBoutSteps, shortBoutCorrelation: c.shortBoutCorrelation,
+            longChainCorrelation: 0.4)
+        // The evidence ramp: shorter chains need more, longer ones less.
+        #expect(g.requiredCorrelation(chainLength: c.minimumBoutSteps) == Float(c.shortBoutCorrelation))
+        #expect(g.requiredCorrelation(chainLength: c.stepsToConfirm) == Float(c.periodCorrelation))
+        #expect(g.requiredCorrelation(chainLength: 2 * c.stepsToConfirm) == Float(0.4))
+        #expect(g.requiredCorrelation(chainLength: 5 * c.stepsToConfirm) == Float(0.4))
+        g.reset()
+    }
+
+    @Test func aHandWavedUpAndDownAtStrideRateIsNotAWalk() {
+        // A smooth 0.9 Hz oscillation of ±0.5 g for 20 s: rhythmic and periodic, slower than the
+        // stride threshold, with nothing between its peaks.
+        let samples = (0..<(20 * 50)).map { i in
+            let t = Double(i) / 50
+            let v = 0.5 * sin(2 * Double.pi * 0.9 * t)
+            return AccelerationSample(timestamp: Int64(t * 1e9), x: 0.05, y: 0.1, z: Float(1 + v))
+        }
+        #expect(StepDetector.countSteps(in: samples) == 0)
+        var off = DetectorConfiguration()
+        off.sinusoidCorrelation = -1
+        #expect(StepDetector.countSteps(in: samples, configuration: off) > 20)
+    }
+
+    @Test func aWalkResumesAfterAFewFaintStepsWithoutAFreshConfirmation() {
+        // 40 steps, 3 faint ones (below the activity gate), 40 more: the second part resumes
+        // the walk at its known rhythm, so only the faint steps may be lost.
+        var samples = walk(steps: 40, stillAfter: 0)
+        let resumeAt = samples.last!.timestamp
+        let faint = walk(
+            steps: 3, amplitude: 0.02, stillBefore: 0, stillAfter: 0, start: resumeAt + 10_000_000)
+        let again = walk(steps: 40, stillBefore: 0, start: faint.last!.timestamp + 10_000_000)
+        samples += faint + again
+        let n = StepDetector.countSteps(in: samples)
+        #expect(n >= 78 && n <= 84, "counted \(n) of 80 (+3 faint)")
     }
 
     @Test func weakShakingBelowTheActivityGateIsNotCounted() {
@@ -145,7 +237,8 @@ struct DetectorConfigurationTests {
 
     @Test(arguments: [
         ("sampleRate", 2.0), ("lowPassCutoff", 20.0), ("highPassCutoff", -1.0), ("minimumStepInterval", 5.0),
-        ("regularityTolerance", 2.0), ("minimumPeak", Double.nan),
+        ("regularityTolerance", 2.0), ("minimumPeak", Double.nan), ("minimumBoutSteps", 9.0),
+        ("shortBoutCorrelation", 1.5), ("resumeTime", -1.0), ("sinusoidCorrelation", -2.0),
     ])
     func validationNamesTheBadKey(key: String, value: Double) {
         var c = DetectorConfiguration()
@@ -155,6 +248,10 @@ struct DetectorConfigurationTests {
         case "highPassCutoff": c.highPassCutoff = value
         case "minimumStepInterval": c.minimumStepInterval = value
         case "regularityTolerance": c.regularityTolerance = value
+        case "minimumBoutSteps": c.minimumBoutSteps = Int(value)
+        case "shortBoutCorrelation": c.shortBoutCorrelation = value
+        case "resumeTime": c.resumeTime = value
+        case "sinusoidCorrelation": c.sinusoidCorrelation = value
         default: c.minimumPeak = value
         }
         let error = #expect(throws: ConfigurationError.self) { try c.validate() }

@@ -20,6 +20,62 @@ struct TuneCommandTests {
         try String(contentsOf: folder.appendingPathComponent(name), encoding: .utf8)
     }
 
+    /// A small manifest of two Oxford walks (with their foot switches) and the bundled drive.
+    private func dailyLifeManifest(in folder: URL) throws -> String {
+        let oxford = Fixtures.sharedData.appendingPathComponent("oxford-optimisation").path
+        let drive = Fixtures.samples.appendingPathComponent("drive-wrist-0.csv").path
+        let text = """
+            path,format,placement,device,kind,truth_steps,truth_source
+            \(oxford)/Pixel_Jamie_Hard_InHand_1/accelerometer.csv,oxford-ns,hand,Pixel,walk,0,x
+            \(oxford)/Samsung_Dario_Hard_FrontPocket_1/accelerometer.csv,oxford-ns,front-pocket,Samsung,walk,0,x
+            \(drive),bangle,wrist,Bangle.js,nowalk,0,x
+            """
+        let path = folder.appendingPathComponent("day.csv").path
+        try text.write(toFile: path, atomically: true, encoding: .utf8)
+        return path
+    }
+
+    @Test(.enabled(if: Fixtures.sharedDataAvailable, "../shared/data is not present"))
+    func evalDailyLifeReportsDaysAndRecallByBoutLength() throws {
+        let folder = try Fixtures.temporaryFolder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let day = try dailyLifeManifest(in: folder)
+        let result = try stepgate(["eval", "--daily-life", "4", "--days", "2", "--bouts", "12", day])
+        #expect(result.status == 0, "\(result.standardError)")
+        #expect(result.standardOutput.contains("daily-life days from 2 walks with per-step truth"))
+        #expect(result.standardOutput.contains("bout length"))
+        #expect(result.standardOutput.contains("day error"))
+        let rows = result.standardOutput.split(separator: "\n").filter {
+            $0.hasPrefix("4 ") || $0.hasPrefix("5 ")
+        }
+        #expect(rows.count == 2, "\(result.standardOutput)")
+        let json = try stepgate(["eval", "--daily-life", "4", "--days", "2", "--bouts", "12", "--json", day])
+        #expect(json.status == 0)
+        #expect(json.standardOutput.contains("\"recall_percent_by_bout_length\""))
+        // Without walks carrying per-step truth there is nothing to cut bouts from.
+        let none = try stepgate(["eval", "--daily-life", "1", manifest])
+        #expect(none.status == 1)
+        #expect(none.standardError.contains("per-step truth"))
+    }
+
+    @Test func tuneAcrossSetsReportsEachSetAndHoldsEachOut() throws {
+        let folder = try Fixtures.temporaryFolder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        // The bundled manifest holds two formats: two sets, samples/bangle and samples/oxford.
+        let result = try stepgate([
+            "tune", manifest, "--budget", "4", "--folds", "0", "--cv-budget", "2", "--no-placement-cv",
+            "--set-weight", "samples/bangle=2", "--output", folder.path,
+        ])
+        #expect(result.status == 0, "\(result.standardError)")
+        #expect(result.standardOutput.contains("leave-set-out"))
+        #expect(result.standardOutput.contains("set samples/bangle walks MAPE %"))
+        #expect(result.standardOutput.contains("set samples/oxford walks MAPE %"))
+        #expect(result.standardOutput.contains("set-held-out"))
+        let unknown = try stepgate(["tune", manifest, "--budget", "2", "--set-weight", "pebble=2"])
+        #expect(unknown.status == 64)
+        #expect(unknown.standardError.contains("no set named 'pebble'"), "\(unknown.standardError)")
+    }
+
     @Test func tuneWritesTheConfigurationReportAndFigures() throws {
         let folder = try Fixtures.temporaryFolder()
         defer { try? FileManager.default.removeItem(at: folder) }
@@ -68,6 +124,13 @@ struct TuneCommandTests {
         (["tune", "m.csv", "--folds", "1"], "invalid value '1' for '--folds'"),
         (["tune", "m.csv", "--jobs", "0"], "invalid value '0' for '--jobs'"),
         (["tune", "m.csv", "--false-step-weight", "-1"], "invalid value '-1' for '--false-step-weight'"),
+        (
+            ["tune", "m.csv", "--set-weight", "pebble"],
+            "option '--set-weight <name=w>': expected NAME=WEIGHT"
+        ),
+        (["tune", "m.csv", "--daily-life", "-2"], "invalid value '-2' for '--daily-life'"),
+        (["eval", "m.csv", "--days", "3"], "option '--days' needs '--daily-life'"),
+        (["eval", "m.csv", "--daily-life", "x"], "option '--daily-life <seed>': expected a whole number"),
         (["plot"], "missing expected argument '<file>'"),
         (["plot", "a.csv", "b.csv"], "unexpected argument 'b.csv'"),
         (["plot", "a.csv", "--from", "20", "--to", "10"], "'--from' must be before '--to'"),

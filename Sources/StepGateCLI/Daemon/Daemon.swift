@@ -732,7 +732,9 @@ final class Daemon {
         statistics: InputStatistics, _ inbox: Inbox
     ) async throws {
         var reader = try RecordingReader(path: path)
-        var detector = StepDetector(configuration: configuration)
+        var detector = StepDetector(
+            configuration: configuration,
+            input: reader.gravityIncluded ? .totalAcceleration : .linearAcceleration)
         let start = ContinuousClock.now
         var first: Int64?
         var pending = 0
