@@ -27,7 +27,7 @@ if [ "${1:-}" = "--inside" ]; then
     mount -t tmpfs tmpfs "$root/tmp"
     cp -r "$work/debs" "$root/tmp/debs"
     start=$(date +%s)
-    env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8 DEBIAN_FRONTEND=noninteractive \
+    env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8 DEBIAN_FRONTEND=noninteractive \
         SYSTEMD_OFFLINE=1 version="$version" chroot "$root" /bin/bash -euo pipefail -s <<'CHECKS'
 fail() { echo "FAIL: $*" >&2; exit 1; }
 step() { echo "== $*"; }
@@ -35,9 +35,18 @@ v1=/tmp/debs/stepgate_${version}_$(dpkg --print-architecture).deb
 v2=/tmp/debs/stepgate_${version}+upgrade_$(dpkg --print-architecture).deb
 hadgroup=no
 getent group stepgate >/dev/null && hadgroup=yes
+# Stand-ins record what the maintainer scripts ask of systemd (the real systemctl still does its
+# offline work in the chroot), and /run/systemd/system makes them believe systemd runs.
+real_systemctl=$(command -v systemctl)
+mkdir -p /run/systemd/system /usr/local/sbin
+printf '#!/bin/sh\necho "deb-systemd-invoke $*" >>/tmp/calls\n' >/usr/local/sbin/deb-systemd-invoke
+printf '#!/bin/sh\necho "systemctl $*" >>/tmp/calls\nexec %s "$@"\n' "$real_systemctl" >/usr/local/sbin/systemctl
+chmod 0755 /usr/local/sbin/deb-systemd-invoke /usr/local/sbin/systemctl
+calls() { cat /tmp/calls 2>/dev/null; : >/tmp/calls; }
 
 step "install $v1"
 dpkg -i "$v1"
+asked=$(calls)
 for f in /usr/bin/stepgate /usr/lib/udev/rules.d/60-stepgate-iio.rules \
     /usr/lib/systemd/system/stepgate.service /usr/lib/sysusers.d/stepgate.conf \
     /etc/stepgate/config.json /usr/share/man/man1/stepgate.1.gz \
@@ -64,16 +73,22 @@ stepgate daemon --check --config /etc/stepgate/config.json || fail "the installe
     fail "the installed configuration shields something"
 [ ! -e /etc/systemd/system/multi-user.target.wants/stepgate.service ] || fail "enabled on a fresh install"
 [ "$(systemctl is-enabled stepgate.service || true)" = disabled ] || fail "stepgate.service is not disabled"
+echo "$asked" | grep -qx 'systemctl --system daemon-reload' || fail "no daemon-reload at install: $asked"
+! echo "$asked" | grep -Eq 'deb-systemd-invoke|enable|start' || fail "started or enabled at install: $asked"
 step "systemd-analyze verify"
 verify=$(systemd-analyze verify /usr/lib/systemd/system/stepgate.service 2>&1) || fail "verify: $verify"
 [ -z "$verify" ] || fail "systemd-analyze verify: $verify"
 
 step "upgrade to $v2 with an edited configuration"
 sed -i 's/"rate": 100/"rate": 50/' /etc/stepgate/config.json
+calls >/dev/null
 dpkg -i "$v2"
 [ "$(dpkg-query -W -f='${Version}' stepgate)" = "${version}+upgrade" ] || fail "not upgraded"
 grep -q '"rate": 50' /etc/stepgate/config.json || fail "the upgrade replaced the edited configuration"
 [ ! -e /etc/stepgate/config.json.dpkg-dist ] || fail "the upgrade left config.json.dpkg-dist"
+asked=$(calls)
+echo "$asked" | grep -qx 'deb-systemd-invoke try-restart stepgate.service' ||
+    fail "the upgrade does not restart a running daemon: $asked"
 stepgate daemon --check --config /etc/stepgate/config.json >/dev/null || fail "the kept configuration is invalid"
 
 step "what a stopped daemon leaves in force"
@@ -100,7 +115,10 @@ if command -v nft >/dev/null; then
 fi
 
 step "remove"
+calls >/dev/null
 dpkg -r stepgate
+asked=$(calls)
+echo "$asked" | grep -qx 'deb-systemd-invoke stop stepgate.service' || fail "removal does not stop the daemon: $asked"
 [ ! -e /usr/bin/stepgate ] || fail "/usr/bin/stepgate is still there"
 [ -f /etc/stepgate/config.json ] || fail "remove took the conffile (only purge should)"
 ! grep -q 'stepgate managed block' /etc/hosts || fail "the hosts block is still there"
