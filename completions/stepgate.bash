@@ -3,7 +3,7 @@
 _stepgate() {
     local cur="${COMP_WORDS[COMP_CWORD]}"
     local prev="${COMP_WORDS[COMP_CWORD-1]}"
-    local commands="replay eval tune plot simulate devices record run daemon status lock skip unlock reload exec config bench completions help"
+    local commands="replay eval tune plot simulate devices record run daemon status lock skip unlock reload exec config bench completions lift-shields help"
     if [ "$COMP_CWORD" -eq 1 ]; then
         COMPREPLY=($(compgen -W "$commands --help --version" -- "$cur"))
         return
@@ -81,6 +81,10 @@ _stepgate() {
         completions)
             options="--help"
             values=""
+            ;;
+        lift-shields)
+            options="--config --help"
+            values="--config"
             ;;
         help)
             COMPREPLY=($(compgen -W "$commands --man" -- "$cur"))

@@ -4,7 +4,7 @@ complete -c stepgate -f
 complete -c stepgate -n '__fish_use_subcommand' -l version -d 'Show the version.'
 complete -c stepgate -n '__fish_use_subcommand' -s h -l help -d 'Show help information.'
 complete -c stepgate -n '__fish_use_subcommand' -a help -d 'Show help for a subcommand, or the manual page.'
-complete -c stepgate -n '__fish_seen_subcommand_from help' -a 'replay eval tune plot simulate devices record run daemon status lock skip unlock reload exec config bench completions help'
+complete -c stepgate -n '__fish_seen_subcommand_from help' -a 'replay eval tune plot simulate devices record run daemon status lock skip unlock reload exec config bench completions lift-shields help'
 complete -c stepgate -n '__fish_seen_subcommand_from help' -l man -d 'Print the manual page.'
 complete -c stepgate -n '__fish_use_subcommand' -a replay -d 'Count steps in recorded accelerometer walks.'
 complete -c stepgate -n '__fish_seen_subcommand_from replay' -l config -r -F -d 'Detector configuration (JSON); defaults otherwise.'
@@ -112,3 +112,5 @@ complete -c stepgate -n '__fish_seen_subcommand_from bench' -l markdown -d 'Prin
 complete -c stepgate -n '__fish_seen_subcommand_from bench' -F
 complete -c stepgate -n '__fish_use_subcommand' -a completions -d 'Print the shell completion script for bash, zsh or fish.'
 complete -c stepgate -n '__fish_seen_subcommand_from completions' -a 'bash zsh fish'
+complete -c stepgate -n '__fish_use_subcommand' -a lift-shields -d 'Lift every shield a stopped daemon left in force (used when the package is removed).'
+complete -c stepgate -n '__fish_seen_subcommand_from lift-shields' -l config -r -F -d 'The daemon\'s configuration (default /etc/stepgate/config.json; may be missing).'

@@ -9,7 +9,7 @@ public enum StepGate {
     static let commands: [any Command.Type] = [
         Replay.self, Eval.self, Tune.self, Plot.self, Simulate.self, Devices.self, Record.self, Run.self,
         DaemonCommand.self, Status.self, Lock.self, Skip.self, Unlock.self, Reload.self, ExecGuard.self,
-        Config.self, Bench.self, Completions.self,
+        Config.self, Bench.self, Completions.self, LiftShields.self,
     ]
 
     /// What StepGate is, for `--help` and the manual page.
