@@ -1,5 +1,6 @@
 import Foundation
 import Shields
+import SystemFiles
 import UnlockPolicy
 
 /// `stepgate lift-shields`: lifts everything a stopped daemon left in force, for package
