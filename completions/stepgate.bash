@@ -15,12 +15,12 @@ _stepgate() {
             values="--config --format --units --policy --start --zone"
             ;;
         eval)
-            options="--config --json --markdown --help"
-            values="--config"
+            options="--config --json --markdown --daily-life --days --bouts --help"
+            values="--config --daily-life --days --bouts"
             ;;
         tune)
-            options="--space --config --budget --time --seed --jobs --folds --cv-budget --no-placement-cv --no-robust --false-step-weight --mixed-weight --placement-weight --output --print-space --help"
-            values="--space --config --budget --time --seed --jobs --folds --cv-budget --false-step-weight --mixed-weight --placement-weight --output"
+            options="--space --config --budget --time --seed --jobs --folds --cv-budget --no-placement-cv --no-robust --false-step-weight --mixed-weight --placement-weight --set-weight --worst-set-weight --daily-life --daily-life-weight --no-set-cv --output --print-space --help"
+            values="--space --config --budget --time --seed --jobs --folds --cv-budget --false-step-weight --mixed-weight --placement-weight --set-weight --worst-set-weight --daily-life --daily-life-weight --output"
             ;;
         plot)
             options="--config --from --to --format --output -o --help"

@@ -21,6 +21,9 @@ complete -c stepgate -n '__fish_use_subcommand' -a eval -d 'Score the step detec
 complete -c stepgate -n '__fish_seen_subcommand_from eval' -l config -r -F -d 'Detector configuration (JSON); defaults otherwise.'
 complete -c stepgate -n '__fish_seen_subcommand_from eval' -l json -d 'Print one JSON line per recording and one with the summary.'
 complete -c stepgate -n '__fish_seen_subcommand_from eval' -l markdown -d 'Print the summary figures as a Markdown table (for documentation).'
+complete -c stepgate -n '__fish_seen_subcommand_from eval' -l daily-life -r -F -d 'Score day-like recordings spliced from the sets (seeds SEED, SEED+1, …).'
+complete -c stepgate -n '__fish_seen_subcommand_from eval' -l days -r -F -d 'Days for --daily-life (default 5).'
+complete -c stepgate -n '__fish_seen_subcommand_from eval' -l bouts -r -F -d 'Walking bouts per day for --daily-life (default 60).'
 complete -c stepgate -n '__fish_seen_subcommand_from eval' -F
 complete -c stepgate -n '__fish_use_subcommand' -a tune -d 'Tune detector parameters on labelled recordings, with cross-validation.'
 complete -c stepgate -n '__fish_seen_subcommand_from tune' -l space -r -F -d 'Parameter bounds (JSON); see \'stepgate tune --print-space\'.'
@@ -36,6 +39,11 @@ complete -c stepgate -n '__fish_seen_subcommand_from tune' -l no-robust -d 'Keep
 complete -c stepgate -n '__fish_seen_subcommand_from tune' -l false-step-weight -r -F -d 'Objective weight of false steps per hour (default 0.1).'
 complete -c stepgate -n '__fish_seen_subcommand_from tune' -l mixed-weight -r -F -d 'Objective weight of the mixed-log % error (default 0.01).'
 complete -c stepgate -n '__fish_seen_subcommand_from tune' -l placement-weight -r -F -d 'Objective weight of the worst placement\'s MAPE (default 0.2).'
+complete -c stepgate -n '__fish_seen_subcommand_from tune' -l set-weight -r -F -d 'Weight of one set in the mean over sets (default 1); names as in the report.'
+complete -c stepgate -n '__fish_seen_subcommand_from tune' -l worst-set-weight -r -F -d 'Objective weight of the worst set\'s objective (default 0.5).'
+complete -c stepgate -n '__fish_seen_subcommand_from tune' -l daily-life -r -F -d 'Add this many daily-life days (spliced from the sets) to the objective (default 0).'
+complete -c stepgate -n '__fish_seen_subcommand_from tune' -l daily-life-weight -r -F -d 'Objective weight of the days\' mean absolute error (default 0.2).'
+complete -c stepgate -n '__fish_seen_subcommand_from tune' -l no-set-cv -d 'Skip leave-one-set-out cross-validation.'
 complete -c stepgate -n '__fish_seen_subcommand_from tune' -l output -r -F -d 'Folder for the results (default tune-out).'
 complete -c stepgate -n '__fish_seen_subcommand_from tune' -l print-space -d 'Print the default parameter space as JSON and exit.'
 complete -c stepgate -n '__fish_seen_subcommand_from tune' -F

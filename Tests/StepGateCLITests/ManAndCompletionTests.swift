@@ -80,7 +80,10 @@ struct ManAndCompletionTests {
         #expect(try complete(["stepgate", "re"]) == ["record", "reload", "replay"])
         #expect(try complete(["stepgate", "compl"]) == ["completions"])
         #expect(try complete(["stepgate", "replay", "--co"]) == ["--config"])
-        #expect(try complete(["stepgate", "tune", "--no-"]) == ["--no-placement-cv", "--no-robust"])
+        #expect(
+            try complete(["stepgate", "tune", "--no-"]) == [
+                "--no-placement-cv", "--no-robust", "--no-set-cv",
+            ])
         #expect(try complete(["stepgate", "plot", "-"]).contains("-o"))
         #expect(try complete(["stepgate", "completions", ""]) == ["bash", "fish", "zsh"])
         #expect(try complete(["stepgate", "help", "--m"]) == ["--man"])
