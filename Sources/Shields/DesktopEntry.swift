@@ -340,7 +340,7 @@ struct DesktopEntryReader {
 enum EssentialPrograms {
     /// Why the program at `resolved` (configured as `configured`) must not be shielded; `nil`
     /// when it may be.
-    static func reason(configured: String, resolved: String, shells: Set<String> = loginShells())
+    static func reason(configured: String, resolved: String, shells: Set<String> = systemShells)
         -> String?
     {
         for path in [configured, resolved] {
@@ -359,6 +359,9 @@ enum EssentialPrograms {
         }
         return nil
     }
+
+    /// The system's shells, read once (every recheck asks, for every program).
+    static let systemShells = loginShells()
 
     /// The shells listed in `/etc/shells`, with their resolved paths.
     static func loginShells() -> Set<String> {

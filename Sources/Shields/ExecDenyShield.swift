@@ -44,6 +44,8 @@ public final class ExecDenyShield: Shield {
     private let watcher: FolderWatcher?
     /// The files each shielded store stands for, from the last recheck.
     private var storeFiles: [String: Set<FileID>] = [:]
+    /// The paths each shielded store's files were found under, from the last recheck.
+    private var storePaths: [String: Set<String>] = [:]
     /// Per store and target, every file it has been shielded through (kept while the target is
     /// shielded, so moving or renaming the file does not free it).
     private var stickyFiles: [String: [Target: Set<FileID>]] = [:]
@@ -225,22 +227,29 @@ public final class ExecDenyShield: Shield {
     /// Hands the shielded stores' files and actions to the reaper, which ends (or stops) what
     /// runs them on a thread of its own; marking never waits on it.
     private func actOnRunningPrograms(resume: Set<FileID> = []) {
-        var stores: [String: (files: Set<FileID>, action: RunningProgramAction)] = [:]
-        for (store, files) in storeFiles { stores[store] = (files, runningAction(store)) }
+        var stores: [String: (files: Set<FileID>, paths: Set<String>, action: RunningProgramAction)] = [:]
+        for (store, files) in storeFiles {
+            stores[store] = (files, storePaths[store] ?? [], runningAction(store))
+        }
         reaper.update(stores, resume: resume)
     }
 
-    /// Stops every process `find` returns, in sweeps until none of them runs (a stopped process
-    /// cannot fork), then kills them all.
-    static func stopAndKill(_ find: () -> [RunningProcess]) {
+    /// Stops every process `find` reports, the moment it is found (a stopped process cannot
+    /// fork), in sweeps until three in a row find nothing new, then kills them all. A chain of
+    /// short-lived forks can slip past one sweep (born after the scan passed its id, gone before
+    /// the next); stopping as found and sweeping again catches it.
+    static func stopAndKill(_ find: (_ found: (RunningProcess) -> Void) -> Void) {
         var stopped: Set<RunningProcess> = []
-        for _ in 0..<20 {
-            let running = find().filter { !stopped.contains($0) }
-            if running.isEmpty { break }
-            for process in running {
-                process.signal(SIGSTOP)
-                stopped.insert(process)
+        var quiet = 0
+        for _ in 0..<50 where quiet < 3 {
+            var new = 0
+            find { process in
+                if stopped.insert(process).inserted {
+                    process.signal(SIGSTOP)
+                    new += 1
+                }
             }
+            quiet = new == 0 ? quiet + 1 : 0
         }
         for process in stopped { process.signal(SIGKILL) }
     }
@@ -348,6 +357,7 @@ public final class ExecDenyShield: Shield {
         }
         watcher?.watch(folders)
         storeFiles = sticky.mapValues { $0.values.reduce(into: Set()) { $0.formUnion($1) } }
+        storePaths = targets.mapValues { set in Set(set.flatMap { targetFiles[$0]?.map(\.path) ?? [] }) }
         var result: [String: ShieldError] = [:]
         for (store, set) in targets {
             let messages = set.sorted().flatMap { problemsByTarget[$0] ?? [] }

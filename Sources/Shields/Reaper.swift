@@ -14,6 +14,8 @@ import Synchronization
 final class Reaper: Sendable {
     struct Store: Sendable {
         var files: Set<ExecDenyShield.FileID>
+        /// The files' paths (a process mapping a file replaced under one of them counts too).
+        var paths: Set<String>
         var action: RunningProgramAction
         /// When the store was shielded: the start of its programs' grace period.
         var since: ContinuousClock.Instant
@@ -49,7 +51,9 @@ final class Reaper: Sendable {
     /// The shielded stores now (their files and actions), and files whose stopped processes go
     /// on; starts a round.
     func update(
-        _ stores: [String: (files: Set<ExecDenyShield.FileID>, action: RunningProgramAction)],
+        _ stores: [String: (
+            files: Set<ExecDenyShield.FileID>, paths: Set<String>, action: RunningProgramAction
+        )],
         resume: Set<ExecDenyShield.FileID> = []
     ) {
         let now = ContinuousClock.now
@@ -57,7 +61,8 @@ final class Reaper: Sendable {
             var next: [String: Store] = [:]
             for (name, store) in stores {
                 next[name] = Store(
-                    files: store.files, action: store.action, since: state.stores[name]?.since ?? now)
+                    files: store.files, paths: store.paths, action: store.action,
+                    since: state.stores[name]?.since ?? now)
             }
             state.stores = next
             state.resume.formUnion(resume)
@@ -100,15 +105,19 @@ final class Reaper: Sendable {
             // Maps: cheap, every round. Past the grace period, sweep until nothing runs (a
             // stopped process cannot fork), then kill.
             if overdue && store.action == .terminate {
-                ExecDenyShield.stopAndKill { RunningProcess.running(store.files, include: gated) }
+                ExecDenyShield.stopAndKill { found in
+                    _ = RunningProcess.running(store.files, paths: store.paths, include: gated, found: found)
+                }
             } else {
-                act(on: RunningProcess.running(store.files, include: gated), store.action)
+                act(on: RunningProcess.running(store.files, paths: store.paths, include: gated), store.action)
             }
         }
         // Descriptors: within the budget, from where the last round stopped.
-        let all = stores.values.filter { $0.action != .leave }
-        let files = all.reduce(into: Set<ExecDenyShield.FileID>()) { $0.formUnion($1.files) }
+        let acting = stores.values.filter { $0.action != .leave }
+        let files = acting.reduce(into: Set<ExecDenyShield.FileID>()) { $0.formUnion($1.files) }
         guard !files.isEmpty else { return }
+        let inodes = Set(files.map(\.inode))
+        let mounts = RunningProcess.mountIDs(of: Set(files.map(\.device)))
         let pids = ((try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []).compactMap(
             Int32.init
         ).sorted()
@@ -121,15 +130,16 @@ final class Reaper: Sendable {
             index = (index + 1) % pids.count
             scanned += 1
             guard pid > 1, pid != getpid(), gated(pid),
-                RunningProcess.holdsOpen(pid, files), let process = RunningProcess(pid: pid)
+                let inode = RunningProcess.heldInode(pid, inodes, mounts),
+                let store = acting.first(where: { $0.files.contains { $0.inode == inode } }),
+                let process = RunningProcess(pid: pid)
             else { continue }
-            // Which store: the first whose files it holds decides the action.
-            let action = all.first?.action ?? .terminate
-            if action == .terminate && all.contains(where: { now - $0.since >= grace }) {
+            // The store whose file it holds decides: past its grace period, stopped and killed.
+            if store.action == .terminate && now - store.since >= grace {
                 process.signal(SIGSTOP)
                 process.signal(SIGKILL)
             } else {
-                act(on: [process], action)
+                act(on: [process], store.action)
             }
         }
         state.withLock { $0.cursor = index }

@@ -24,13 +24,19 @@ struct RunningProcess: Hashable, Sendable {
     /// memory (its executable, or a program started through the dynamic loader, whose
     /// executable is the loader) and, with `deep`, held open (a descriptor kept from an unlock,
     /// from which the bytes could be copied and run). `include` picks the processes worth
-    /// looking at (by their credentials) before their mappings and descriptors are read.
+    /// looking at (by their credentials) before their mappings and descriptors are read;
+    /// `found` hears of each match as soon as it is made.
     ///
     /// Nothing here touches the files a process uses: `maps` and `fdinfo` are read from `/proc`
     /// (no `stat` through `/proc/PID/exe` or `/proc/PID/fd`), so a process holding a file on a
     /// hung file system (a FUSE mount that never answers) cannot stall the scan.
+    ///
+    /// `paths` are the shielded files' paths: a process still mapping a file that was replaced
+    /// under one of them (`PATH (deleted)` in its maps: an upgrade that landed while it ran)
+    /// runs the shielded program too, though its old inode is no longer marked.
     static func running(
-        _ files: Set<ExecDenyShield.FileID>, deep: Bool = false, include: (Int32) -> Bool = { _ in true }
+        _ files: Set<ExecDenyShield.FileID>, paths: Set<String> = [], deep: Bool = false,
+        include: (Int32) -> Bool = { _ in true }, found report: (RunningProcess) -> Void = { _ in }
     ) -> [RunningProcess] {
         guard !files.isEmpty, let entries = try? FileManager.default.contentsOfDirectory(atPath: "/proc")
         else {
@@ -38,27 +44,36 @@ struct RunningProcess: Hashable, Sendable {
         }
         let inodes = Set(files.map(\.inode))
         let mounts = deep ? mountIDs(of: Set(files.map(\.device))) : []
+        let replaced = Set(paths.map { $0 + " (deleted)" })
         var found: [RunningProcess] = []
         for entry in entries {
             guard let pid = Int32(entry), pid > 1, pid != getpid(), include(pid) else { continue }
-            let matches = maps(pid, files, inodes) || (deep && holds(pid, inodes, mounts))
+            let matches =
+                maps(pid, files, inodes, replaced) || (deep && heldInode(pid, inodes, mounts) != nil)
             guard matches, let process = RunningProcess(pid: pid) else { continue }
+            report(process)  // at once: the caller may stop it before the scan goes on
             found.append(process)
         }
         return found
     }
 
-    /// Whether `/proc/PID/maps` maps one of `files` (`address perms offset major:minor inode path`).
-    private static func maps(_ pid: Int32, _ files: Set<ExecDenyShield.FileID>, _ inodes: Set<UInt64>) -> Bool
-    {
+    /// Whether `/proc/PID/maps` maps one of `files` (`address perms offset major:minor inode path`)
+    /// or a file replaced under a path in `replaced` (given with its ` (deleted)` suffix).
+    private static func maps(
+        _ pid: Int32, _ files: Set<ExecDenyShield.FileID>, _ inodes: Set<UInt64>, _ replaced: Set<String>
+    ) -> Bool {
         guard let text = try? String(contentsOfFile: "/proc/\(pid)/maps", encoding: .utf8) else {
             return false
         }
         for line in text.split(separator: "\n") {
             let fields = line.split(separator: " ", maxSplits: 5, omittingEmptySubsequences: true)
-            guard fields.count >= 5, let inode = UInt64(fields[4]), inode != 0, inodes.contains(inode) else {
-                continue
+            guard fields.count >= 5, let inode = UInt64(fields[4]), inode != 0 else { continue }
+            if fields.count == 6, !replaced.isEmpty,
+                replaced.contains(fields[5].trimmingCharacters(in: .whitespaces))
+            {
+                return true
             }
+            guard inodes.contains(inode) else { continue }
             let numbers = fields[3].split(separator: ":")
             guard numbers.count == 2, let major = UInt64(numbers[0], radix: 16),
                 let minor = UInt64(numbers[1], radix: 16)
@@ -91,17 +106,13 @@ struct RunningProcess: Hashable, Sendable {
         return result
     }
 
-    /// Whether one of the process's open descriptors is one of `files` (see ``running``).
-    static func holdsOpen(_ pid: Int32, _ files: Set<ExecDenyShield.FileID>) -> Bool {
-        holds(pid, Set(files.map(\.inode)), mountIDs(of: Set(files.map(\.device))))
-    }
-
-    /// Whether one of the process's open descriptors is one of the files, by the inode and mount
-    /// in `/proc/PID/fdinfo` (at most 65,536 descriptors are read).
-    private static func holds(_ pid: Int32, _ inodes: Set<UInt64>, _ mounts: Set<Int>) -> Bool {
+    /// The inode of one of the files that the process holds open, by the inode and mount in
+    /// `/proc/PID/fdinfo` (at most 65,536 descriptors are read); `nil` when it holds none.
+    /// `inodes` and `mounts` (``mountIDs(of:)``) are worked out once by the caller.
+    static func heldInode(_ pid: Int32, _ inodes: Set<UInt64>, _ mounts: Set<Int>) -> UInt64? {
         guard let descriptors = try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fdinfo")
         else {
-            return false
+            return nil
         }
         for descriptor in descriptors.prefix(65_536) {
             guard let text = try? String(contentsOfFile: "/proc/\(pid)/fdinfo/\(descriptor)", encoding: .utf8)
@@ -116,9 +127,9 @@ struct RunningProcess: Hashable, Sendable {
                     mount = Int(line.dropFirst(7).trimmingCharacters(in: .whitespaces))
                 }
             }
-            if let inode, inodes.contains(inode), let mount, mounts.contains(mount) { return true }
+            if let inode, inodes.contains(inode), let mount, mounts.contains(mount) { return inode }
         }
-        return false
+        return nil
     }
 
     /// Reads `/proc/PID/stat`; `nil` when the process is gone.

@@ -175,12 +175,9 @@ struct DaemonConfiguration {
                         path: "shields.nftables.users[\(index)]", message: "no user named \"\(user)\"")
                 }
                 settings.nameservers = try strings(nft["nameservers"], at: "shields.nftables.nameservers")
+                let resolvers = try strings(nft["dohResolvers"], at: "shields.nftables.dohResolvers")
                 for (key, list) in [
-                    ("nameservers", settings.nameservers ?? []),
-                    (
-                        "dohResolvers",
-                        try strings(nft["dohResolvers"], at: "shields.nftables.dohResolvers") ?? []
-                    ),
+                    ("nameservers", settings.nameservers ?? []), ("dohResolvers", resolvers ?? []),
                 ] {
                     for (index, address) in list.enumerated() where !isIPAddress(address) {
                         throw JSONPathError(
@@ -188,9 +185,7 @@ struct DaemonConfiguration {
                             message: "expected an IP address, found \"\(address)\"")
                     }
                 }
-                if let resolvers = try strings(nft["dohResolvers"], at: "shields.nftables.dohResolvers") {
-                    settings.resolvers = resolvers
-                }
+                if let resolvers { settings.resolvers = resolvers }
                 settings.refreshSeconds =
                     try number(
                         nft["refreshSeconds"], at: "shields.nftables.refreshSeconds", range: 10...86_400)
