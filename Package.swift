@@ -15,21 +15,34 @@ let package = Package(
         .target(name: "StepDetection", linkerSettings: [.linkedLibrary("m")]),
         // Readers: recorded CSV walks and live IIO accelerometers through libiio.
         .target(name: "SensorInput", dependencies: ["StepDetection", "CLibIIO"]),
+        // Text output shared by the commands and the daemon: fixed-point numbers, JSON lines,
+        // control characters made visible. No dependencies.
+        .target(name: "Formatting"),
         // Labelled recording sets, scoring, parameter search, reports.
-        .target(name: "Tuning", dependencies: ["StepDetection", "SensorInput"]),
+        .target(name: "Tuning", dependencies: ["StepDetection", "SensorInput", "Formatting"]),
         // The shared unlock policy: pure engine, config, versioned state (Foundation only).
-        .target(name: "UnlockPolicy"),
+        .target(name: "UnlockPolicy", dependencies: ["Formatting"]),
         // The system side of files: atomic durable writes, folder checks, the policy's state file.
         .target(name: "SystemFiles", dependencies: ["UnlockPolicy"]),
         // Linux interfaces Glibc's module lacks (fanotify, adjtimex).
         .systemLibrary(name: "CLinux"),
         // Enforcers of the policy's effects, one file per shield.
         .target(name: "Shields", dependencies: ["UnlockPolicy", "SystemFiles", "CLinux"]),
+        // The live pipeline: the event loop, the control socket, timers and the input, with the
+        // clock, the shields, the socket and the sample source injected.
+        .target(
+            name: "StepGateDaemon",
+            dependencies: [
+                "StepDetection", "SensorInput", "UnlockPolicy", "SystemFiles", "Shields", "Formatting",
+                "CLinux",
+            ]),
         // The imperative shell: one file per subcommand.
         .target(
             name: "StepGateCLI",
             dependencies: [
-                "StepDetection", "SensorInput", "Tuning", "UnlockPolicy", "SystemFiles", "Shields", "CLinux",
+                "StepDetection", "SensorInput", "Tuning", "UnlockPolicy", "SystemFiles", "Shields",
+                "Formatting",
+                "StepGateDaemon",
             ]),
         .executableTarget(name: "stepgate", dependencies: ["StepGateCLI"]),
         // Test support: fakes and fixture loading, for test targets only.
@@ -50,8 +63,9 @@ let package = Package(
         .testTarget(
             name: "StepGateCLITests",
             dependencies: [
-                "StepGateCLI", "StepGateTestSupport", "stepgate", "SensorInput", "StepDetection", "Tuning",
-                "CLinux",
+                "StepGateCLI", "StepGateDaemon", "StepGateTestSupport", "stepgate", "SensorInput",
+                "StepDetection",
+                "Tuning", "UnlockPolicy", "Shields", "Formatting", "CLinux",
             ]
         ),
     ],

@@ -3,7 +3,7 @@
 #
 #   Fuzz/run-control.sh [SECONDS]      (default 60)
 #
-# Builds Sources/UnlockPolicy + the decoder (Sources/StepGateCLI/Daemon/ControlCommand.swift) +
+# Builds Sources/UnlockPolicy (with Sources/Formatting) + the decoder (Sources/StepGateDaemon/ControlCommand.swift) +
 # Fuzz/ControlFuzz.swift with -sanitize=fuzzer,address into .build/control-fuzz, seeds a corpus in
 # fuzz-out/control-corpus with one request of each kind, and runs for SECONDS. Crashes land in
 # fuzz-out/.
@@ -14,8 +14,8 @@ out=fuzz-out
 corpus="$out/control-corpus"
 mkdir -p .build "$corpus"
 
-swiftc -sanitize=fuzzer,address -parse-as-library -O -module-name ControlFuzz -D CONTROL_FUZZ \
-    Sources/UnlockPolicy/*.swift Sources/StepGateCLI/Daemon/ControlCommand.swift Fuzz/ControlFuzz.swift \
+swiftc -sanitize=fuzzer,address -parse-as-library -O -package-name stepgate -module-name ControlFuzz -D CONTROL_FUZZ \
+    Sources/UnlockPolicy/*.swift Sources/Formatting/*.swift Sources/StepGateDaemon/ControlCommand.swift Fuzz/ControlFuzz.swift \
     -o .build/control-fuzz
 
 i=0

@@ -3,7 +3,7 @@
 #
 #   Fuzz/run-policy.sh [SECONDS]      (default 60)
 #
-# Builds Sources/UnlockPolicy + Fuzz/PolicyFuzz.swift with -sanitize=fuzzer,address into
+# Builds Sources/UnlockPolicy (with Sources/Formatting) + Fuzz/PolicyFuzz.swift with -sanitize=fuzzer,address into
 # .build/policy-fuzz, seeds a corpus in fuzz-out/policy-corpus from the sample and scenario
 # configurations and a state file, and runs for SECONDS. Crashes land in fuzz-out/.
 set -eu
@@ -13,8 +13,8 @@ out=fuzz-out
 corpus="$out/policy-corpus"
 mkdir -p .build "$corpus"
 
-swiftc -sanitize=fuzzer,address -parse-as-library -O -module-name PolicyFuzz \
-    Sources/UnlockPolicy/*.swift Fuzz/PolicyFuzz.swift -o .build/policy-fuzz
+swiftc -sanitize=fuzzer,address -parse-as-library -O -package-name stepgate -module-name PolicyFuzz \
+    Sources/UnlockPolicy/*.swift Sources/Formatting/*.swift Fuzz/PolicyFuzz.swift -o .build/policy-fuzz
 
 cp samples/policy.example.json "$corpus/" 2>/dev/null || true
 for f in Tests/UnlockPolicyTests/Scenarios/configs/*.json; do cp "$f" "$corpus/config-$(basename "$f")"; done

@@ -1,7 +1,9 @@
+import Formatting
 import Foundation
 import SensorInput
 import Shields
 import StepDetection
+import StepGateDaemon
 import Tuning
 import UnlockPolicy
 

@@ -1,3 +1,6 @@
+import Formatting
+import StepGateDaemon
+
 /// A subcommand of `stepgate`: one type per file, shaped like swift-argument-parser's
 /// `ParsableCommand`.
 public protocol Command: SendableMetatype {

@@ -1,4 +1,6 @@
+import Formatting
 import StepDetection
+import StepGateDaemon
 
 /// `stepgate config`: prints the default detector configuration, or checks a file.
 struct Config: Command {

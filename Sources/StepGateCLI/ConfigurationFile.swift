@@ -1,16 +1,10 @@
+import Formatting
 import Foundation
 import StepDetection
+import StepGateDaemon
 import SystemFiles
 import Tuning
 import UnlockPolicy
-
-/// A configuration file that cannot be used: the file, and what is wrong where.
-struct ConfigurationFileError: Error, CustomStringConvertible {
-    var path: String
-    var message: String
-
-    var description: String { "\(path): \(message)" }
-}
 
 /// Loads a detector configuration from JSON.
 ///
@@ -107,34 +101,6 @@ func jsonText(_ value: Any) -> String {
         return "\(value)"
     }
     return String(decoding: data.dropFirst().dropLast(), as: UTF8.self)
-}
-
-/// The bytes of a configuration or script file, or an error saying why they cannot be read
-/// (missing, a folder, no permission), never a Foundation debug string.
-func readConfigurationFile(path: String) throws(ConfigurationFileError) -> [UInt8] {
-    let descriptor = open(path, O_RDONLY | O_CLOEXEC)
-    guard descriptor >= 0 else {
-        throw ConfigurationFileError(
-            path: path, message: "cannot read the file: \(String(cString: strerror(errno)))")
-    }
-    defer { close(descriptor) }
-    var status = stat()
-    if fstat(descriptor, &status) == 0 && (status.st_mode & S_IFMT) == S_IFDIR {
-        throw ConfigurationFileError(path: path, message: "this is a folder; expected a file")
-    }
-    var bytes: [UInt8] = []
-    var chunk = [UInt8](repeating: 0, count: 65536)
-    while true {
-        let count = chunk.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
-        if count == 0 { break }
-        if count < 0 {
-            if errno == EINTR { continue }
-            throw ConfigurationFileError(
-                path: path, message: "cannot read the file: \(String(cString: strerror(errno)))")
-        }
-        bytes += chunk[0..<count]
-    }
-    return bytes
 }
 
 /// The operating system's reason behind a Foundation file error ("Permission denied"), rather

@@ -1,4 +1,6 @@
+import Formatting
 import Foundation
+import StepGateDaemon
 
 /// The control socket's default path, and the option every client command takes.
 enum ControlDefaults {

@@ -1,4 +1,6 @@
+import Formatting
 import SensorInput
+import StepGateDaemon
 
 /// `stepgate devices`: lists the IIO accelerometers libiio can see, with what StepGate needs
 /// to know about each.

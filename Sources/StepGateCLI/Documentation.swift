@@ -1,3 +1,6 @@
+import Formatting
+import StepGateDaemon
+
 /// The manual page and the shell completions, generated from the command definitions, so they
 /// list exactly the subcommands and options `stepgate` accepts. The repository ships their
 /// output (`docs/man/stepgate.1`, `completions/`); a test checks the copies are current.

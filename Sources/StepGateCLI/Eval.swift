@@ -1,6 +1,8 @@
+import Formatting
 import Foundation
 import SensorInput
 import StepDetection
+import StepGateDaemon
 import Tuning
 
 /// `stepgate eval`: scores the detector on labelled recordings.

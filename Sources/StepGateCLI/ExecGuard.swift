@@ -1,6 +1,8 @@
+import Formatting
 import Foundation
 @preconcurrency import Glibc
 import Shields
+import StepGateDaemon
 
 /// `stepgate exec -- CMD…`: a launch guard that shows the shield screen instead of starting a
 /// shielded program.

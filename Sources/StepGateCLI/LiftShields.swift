@@ -1,5 +1,7 @@
+import Formatting
 import Foundation
 import Shields
+import StepGateDaemon
 import SystemFiles
 import UnlockPolicy
 

@@ -1,4 +1,6 @@
+import Formatting
 import SensorInput
+import StepGateDaemon
 
 /// The options every live command takes to choose and open an IIO accelerometer.
 struct LiveOptions: Sendable {

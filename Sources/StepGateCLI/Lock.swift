@@ -1,3 +1,6 @@
+import Formatting
+import StepGateDaemon
+
 /// `stepgate lock`: a manual timed lock.
 struct Lock: Command {
     static let configuration = CommandConfiguration(

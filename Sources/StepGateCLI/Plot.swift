@@ -1,6 +1,8 @@
+import Formatting
 import Foundation
 import SensorInput
 import StepDetection
+import StepGateDaemon
 import SystemFiles
 import Tuning
 

@@ -1,3 +1,6 @@
+import Formatting
+import StepGateDaemon
+
 /// A one-line progress bar on standard error, drawn only when standard error is a terminal.
 struct ProgressBar {
     private let label: String

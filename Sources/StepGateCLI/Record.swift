@@ -1,6 +1,8 @@
+import Formatting
 import Foundation
 import SensorInput
 import StepDetection
+import StepGateDaemon
 import Synchronization
 
 /// `stepgate record`: live samples from an IIO accelerometer into a StepGate CSV file.

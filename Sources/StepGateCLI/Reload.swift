@@ -1,3 +1,6 @@
+import Formatting
+import StepGateDaemon
+
 /// `stepgate reload`: re-read the daemon's configuration.
 struct Reload: Command {
     static let configuration = CommandConfiguration(

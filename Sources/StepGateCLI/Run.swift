@@ -1,6 +1,8 @@
+import Formatting
 import Foundation
 import SensorInput
 import StepDetection
+import StepGateDaemon
 import Synchronization
 
 /// `stepgate run`: counts steps live from an IIO accelerometer.

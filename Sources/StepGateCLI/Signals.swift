@@ -1,5 +1,7 @@
 @preconcurrency import Dispatch
+import Formatting
 @preconcurrency import Glibc
+import StepGateDaemon
 
 /// Why a live command stopped.
 enum StopReason: Sendable, Equatable {

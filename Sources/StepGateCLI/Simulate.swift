@@ -1,4 +1,6 @@
+import Formatting
 import Foundation
+import StepGateDaemon
 import SystemFiles
 import UnlockPolicy
 

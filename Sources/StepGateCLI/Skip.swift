@@ -1,3 +1,6 @@
+import Formatting
+import StepGateDaemon
+
 /// `stepgate skip`: mark one occurrence of a schedule as done ("skip tonight only").
 struct Skip: Command {
     static let configuration = CommandConfiguration(

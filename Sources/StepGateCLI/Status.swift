@@ -1,4 +1,6 @@
+import Formatting
 import Foundation
+import StepGateDaemon
 
 /// `stepgate status`: what the daemon enforces now.
 struct Status: Command {

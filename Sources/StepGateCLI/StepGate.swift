@@ -1,4 +1,6 @@
+import Formatting
 @preconcurrency import Glibc
+import StepGateDaemon
 
 /// The `stepgate` command: parses the subcommand and runs it.
 public enum StepGate {

@@ -1,6 +1,8 @@
 import Dispatch
+import Formatting
 import Foundation
 import StepDetection
+import StepGateDaemon
 import Synchronization
 import SystemFiles
 import Tuning

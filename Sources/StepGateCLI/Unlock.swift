@@ -1,3 +1,6 @@
+import Formatting
+import StepGateDaemon
+
 /// `stepgate unlock --emergency`: the audited, limited emergency unlock.
 struct Unlock: Command {
     static let configuration = CommandConfiguration(

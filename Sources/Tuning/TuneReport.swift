@@ -1,3 +1,4 @@
+import Formatting
 public import StepDetection
 
 /// Everything a tuning run found, and its Markdown and terminal forms.
@@ -364,23 +365,6 @@ func trim(_ value: Double) -> String {
         if s.hasSuffix(".") { s.removeLast() }
     }
     return s
-}
-
-/// `value` with exactly `decimals` digits after the point.
-public func fixed(_ value: Double, _ decimals: Int) -> String {
-    guard value.isFinite else { return value.description }
-    var scale = 1.0
-    for _ in 0..<decimals { scale *= 10 }
-    let scaled = (abs(value) * scale).rounded()
-    guard scaled < 9e18 else { return value.description }
-    let whole = Int64(scaled)
-    let divisor = Int64(scale)
-    var text = String(whole / divisor)
-    if decimals > 0 {
-        let fraction = String(whole % divisor)
-        text += "." + String(repeating: "0", count: decimals - fraction.count) + fraction
-    }
-    return (value < 0 && scaled != 0 ? "-" : "") + text
 }
 
 func pad(_ text: String, _ width: Int, left: Bool) -> String {

@@ -1,3 +1,7 @@
+#if canImport(Formatting)
+    import Formatting  // the fuzz scripts compile its sources into one module instead
+#endif
+
 /// A small, strict JSON model used for the policy's config, state file and scenario scripts.
 ///
 /// Hand-rolled so that every value keeps its exact type (a `true` is never a `1`), object keys
@@ -380,26 +384,7 @@ extension JSONValue {
         }
     }
 
-    static func writeString(_ s: String, to out: inout String) {
-        out += "\""
-        for scalar in s.unicodeScalars {
-            switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\t": out += "\\t"
-            default:
-                if scalar.value < 0x20 {
-                    let hex = String(scalar.value, radix: 16)
-                    out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
-                } else {
-                    out.unicodeScalars.append(scalar)
-                }
-            }
-        }
-        out += "\""
-    }
+    static func writeString(_ s: String, to out: inout String) { appendJSONString(s, to: &out) }
 }
 
 // MARK: - Reading objects with paths

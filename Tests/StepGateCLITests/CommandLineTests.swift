@@ -1,4 +1,5 @@
 import Foundation
+import StepGateDaemon
 import StepGateTestSupport
 import Testing
 

@@ -1,6 +1,7 @@
 import Testing
 
 @testable import StepGateCLI
+@testable import StepGateDaemon
 
 /// The control socket's decoder: what a local user can send, and what reaches the daemon.
 /// (`Fuzz/run-control.sh` runs the same decoder, and the engine behind it, under libFuzzer.)

@@ -3,6 +3,7 @@ import StepGateTestSupport
 import Testing
 
 @testable import StepGateCLI
+@testable import StepGateDaemon
 
 @Suite("Step ledger")
 struct StepLedgerTests {

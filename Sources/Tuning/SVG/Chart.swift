@@ -1,3 +1,4 @@
+import Formatting
 public import StepDetection
 
 /// A chart: a title, a legend row under it, a plot area with axes, ticks, grid and labels.

@@ -1,3 +1,5 @@
+import Formatting
+
 /// A small SVG document builder: a value you append shapes to, then `render()`.
 ///
 /// Coordinates are in SVG user units (pixels at 100 %), y growing downwards. Text is escaped;

@@ -1,8 +1,9 @@
+import Formatting
 import Foundation
-import Shields
-import StepDetection
+package import Shields
+package import StepDetection
 import SystemFiles
-import UnlockPolicy
+package import UnlockPolicy
 
 /// The daemon's one configuration file: detector, policy, input, shields, paths.
 ///
@@ -23,9 +24,9 @@ import UnlockPolicy
 ///   "messages": { "games": { "title": "Games are shielded", "subtitle": "Walk to unlock them." } }
 /// }
 /// ```
-struct DaemonConfiguration {
+package struct DaemonConfiguration {
     /// Where samples come from.
-    enum Input: Equatable {
+    package enum Input: Equatable {
         /// A recorded walk, replayed in real time (`speed` 1) or faster; for trying the daemon
         /// without a sensor and for tests.
         case replay(path: String, speed: Double)
@@ -34,55 +35,55 @@ struct DaemonConfiguration {
     }
 
     /// A shield screen: what a denied launch shows.
-    struct Message: Equatable {
-        var title: String
-        var subtitle: String
+    package struct Message: Equatable {
+        package var title: String
+        package var subtitle: String
     }
 
-    var input: Input
-    var detector = DetectorConfiguration()
-    var policy: PolicyConfiguration
-    var stateDirectory = "/var/lib/stepgate"
-    var controlSocket = "/run/stepgate/control.sock"
-    var adminGroup: String?
-    var execShield = false
-    var applicationDirectories: [String]?
+    package var input: Input
+    package var detector = DetectorConfiguration()
+    package var policy: PolicyConfiguration
+    package var stateDirectory = "/var/lib/stepgate"
+    package var controlSocket = "/run/stepgate/control.sock"
+    package var adminGroup: String?
+    package var execShield = false
+    package var applicationDirectories: [String]?
     /// What happens to a store's running programs when it is shielded: per store, else
     /// `runningDefault`.
-    var running: [String: RunningProgramAction] = [:]
-    var runningDefault = RunningProgramAction.terminate
+    package var running: [String: RunningProgramAction] = [:]
+    package var runningDefault = RunningProgramAction.terminate
     /// Between SIGTERM and SIGKILL for `terminate`.
-    var graceSeconds = 10.0
-    var systemctl: String?
-    var domains: (path: String, format: DomainShield.Format, reload: [String]?)?
+    package var graceSeconds = 10.0
+    package var systemctl: String?
+    package var domains: (path: String, format: DomainShield.Format, reload: [String]?)?
     /// Whether the browsers' managed policies keep DNS over HTTPS off while a store has domains.
-    var browserPolicies = true
+    package var browserPolicies = true
     /// The file system root the browser policy files are written under.
-    var browserPolicyRoot = "/"
+    package var browserPolicyRoot = "/"
     /// The nftables shield (`shields.nftables`): refuses the gated users' connections to the
     /// shielded domains' addresses and to public DNS-over-HTTPS resolvers.
-    struct Nftables: Equatable {
-        var nft = "nft"
+    package struct Nftables: Equatable {
+        package var nft = "nft"
         /// User names whose connections are refused; nil: every ordinary account (uid 1000 and
         /// up) outside the admin group.
-        var users: [String]?
+        package var users: [String]?
         /// DNS servers to look the domains up with; nil: the system's upstream servers.
-        var nameservers: [String]?
-        var resolvers = NftablesShield.wellKnownResolvers
-        var refreshSeconds = 300.0
+        package var nameservers: [String]?
+        package var resolvers = NftablesShield.wellKnownResolvers
+        package var refreshSeconds = 300.0
     }
-    var nftables: Nftables?
-    var hooks: [String: HookShield.Hook] = [:]
-    var messages: [String: Message] = [:]
+    package var nftables: Nftables?
+    package var hooks: [String: HookShield.Hook] = [:]
+    package var messages: [String: Message] = [:]
 
-    static let keys: Set<String> = [
+    package static let keys: Set<String> = [
         "input", "detector", "policy", "stateDirectory", "controlSocket", "adminGroup", "shields", "messages",
     ]
 
     /// Reads and checks a configuration file; errors name the file and the key path. The file is
     /// read by the strict JSON reader the policy uses (duplicate keys refused, `true`, `1` and
     /// `1.0` kept apart), once.
-    static func load(path: String) throws -> DaemonConfiguration {
+    package static func load(path: String) throws -> DaemonConfiguration {
         let bytes = try readConfigurationFile(path: path)
         let document: JSONValue
         do {
@@ -102,7 +103,9 @@ struct DaemonConfiguration {
         }
     }
 
-    static func parse(_ root: [String: JSONValue], text: String, path: String) throws -> DaemonConfiguration {
+    package static func parse(_ root: [String: JSONValue], text: String, path: String) throws
+        -> DaemonConfiguration
+    {
         try rejectUnknown(root, keys, at: "")
         let policy: PolicyConfiguration
         guard root["policy"] != nil else {

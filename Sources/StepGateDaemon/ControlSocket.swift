@@ -1,48 +1,49 @@
-import Foundation
+import Formatting
+package import Foundation
 @preconcurrency import Glibc
-import Synchronization
+package import Synchronization
 
 /// Who is on the other end of a control connection, from the kernel (`SO_PEERCRED`).
-struct PeerCredentials: Sendable, Equatable {
-    var pid: Int32
-    var uid: UInt32
-    var gid: UInt32
+package struct PeerCredentials: Sendable, Equatable {
+    package var pid: Int32
+    package var uid: UInt32
+    package var gid: UInt32
 }
 
 /// The control socket's limits, in one place. Any local user may connect, so every resource a
 /// connection holds is bounded: time, bytes, and connections per user and in all.
-struct ControlLimits: Sendable {
+package struct ControlLimits: Sendable {
     /// Longest request line, in bytes.
-    var maximumRequest = 16_384
+    package var maximumRequest = 16_384
     /// From accepting a connection to its complete request line (one deadline, not per byte).
-    var requestDeadline: Duration = .seconds(5)
+    package var requestDeadline: Duration = .seconds(5)
     /// How long a client waits for the loop's answer before it is told the daemon is busy.
-    var answerDeadline: Duration = .seconds(30)
+    package var answerDeadline: Duration = .seconds(30)
     /// For writing the answer back.
-    var writeDeadline: Duration = .seconds(5)
+    package var writeDeadline: Duration = .seconds(5)
     /// Open connections per user. One more closes that user's oldest connection that has not
     /// sent its request yet (so a user's own idle connections never lock that user out).
-    var perUser = 8
+    package var perUser = 8
     /// Open connections in all; past it the oldest idle connection is closed.
-    var total = 128
+    package var total = 128
     /// After `accept` fails for want of descriptors, how long the listening socket rests.
-    var acceptBackoff: Duration = .milliseconds(100)
+    package var acceptBackoff: Duration = .milliseconds(100)
 
-    static let standard = ControlLimits()
+    package static let standard = ControlLimits()
 }
 
 /// One control request waiting for the daemon's answer. Answering never blocks: the answer is
 /// handed to the server's thread, which writes it when the client can take it.
-final class ControlRequest: Sendable {
+package final class ControlRequest: Sendable {
     /// What was asked, checked.
-    let command: ControlCommand
-    let peer: PeerCredentials
+    package let command: ControlCommand
+    package let peer: PeerCredentials
     /// Whether the peer may change the policy (root or the admin group).
-    let isAdmin: Bool
+    package let isAdmin: Bool
     private let deliver: @Sendable (String) -> Void
     private let answered = Atomic<Bool>(false)
 
-    init(
+    package init(
         command: ControlCommand, peer: PeerCredentials, isAdmin: Bool,
         deliver: @escaping @Sendable (String) -> Void = { _ in }
     ) {
@@ -53,7 +54,7 @@ final class ControlRequest: Sendable {
     }
 
     /// Sends the answer (one JSON object) back to the client; only the first answer counts.
-    func respond(_ json: String) {
+    package func respond(_ json: String) {
         guard !answered.exchange(true, ordering: .acquiringAndReleasing) else { return }
         deliver(json)
     }
@@ -66,9 +67,9 @@ final class ControlRequest: Sendable {
 /// One thread serves every connection with `poll`, non-blocking: a client that hangs up, stalls
 /// or floods costs at most its share of ``ControlLimits``, and the daemon's loop never waits
 /// for a client (answers are queued here and written when the client can take them).
-final class ControlServer: Sendable {
-    let path: String
-    let limits: ControlLimits
+package final class ControlServer: Sendable {
+    package let path: String
+    package let limits: ControlLimits
     private let fd: Int32
     private let wakeRead: Int32
     private let wakeWrite: Int32
@@ -77,11 +78,11 @@ final class ControlServer: Sendable {
     /// Answers from the loop, by connection number, for the server thread to write.
     private let outbox = Mutex<[(id: UInt64, text: String)]>([])
     /// Connections open now (for tests and status).
-    let openConnections = Atomic<Int>(0)
+    package let openConnections = Atomic<Int>(0)
     private let finished = DispatchSemaphore(value: 0)
 
     /// Binds the socket. A live daemon already on it is an error; a stale socket file is replaced.
-    init(path: String, adminGroup: String?, limits: ControlLimits = .standard) throws {
+    package init(path: String, adminGroup: String?, limits: ControlLimits = .standard) throws {
         self.path = path
         self.limits = limits
         if let adminGroup {
@@ -137,7 +138,7 @@ final class ControlServer: Sendable {
 
     /// Serves connections on a thread of its own until ``stop()``; each request goes to
     /// `handle`, which must not block and must answer it (from any thread).
-    func start(_ handle: @escaping @Sendable (ControlRequest) -> Void) {
+    package func start(_ handle: @escaping @Sendable (ControlRequest) -> Void) {
         let thread = Thread { [self] in
             serve(handle)
             finished.signal()
@@ -147,7 +148,7 @@ final class ControlServer: Sendable {
     }
 
     /// Stops serving, closes every connection and removes the socket file.
-    func stop() {
+    package func stop() {
         guard !stopped.exchange(true, ordering: .acquiringAndReleasing) else { return }
         wake()
         _ = finished.wait(timeout: .now() + 2)
@@ -162,15 +163,15 @@ final class ControlServer: Sendable {
     // MARK: The server thread
 
     private struct Connection {
-        enum Phase { case reading, waiting, writing }
-        let fd: Int32
-        let id: UInt64
-        let peer: PeerCredentials
-        var phase: Phase = .reading
-        var deadline: ContinuousClock.Instant
-        var input: [UInt8] = []
-        var output: [UInt8] = []
-        var written = 0
+        package enum Phase { case reading, waiting, writing }
+        package let fd: Int32
+        package let id: UInt64
+        package let peer: PeerCredentials
+        package var phase: Phase = .reading
+        package var deadline: ContinuousClock.Instant
+        package var input: [UInt8] = []
+        package var output: [UInt8] = []
+        package var written = 0
     }
 
     private func serve(_ handle: @escaping @Sendable (ControlRequest) -> Void) {
@@ -449,7 +450,7 @@ private func peerCredentials(_ fd: Int32) -> PeerCredentials? {
 }
 
 /// A `sockaddr_un` for `path` (a leading NUL byte selects the abstract namespace).
-func unixAddress(_ path: String) throws -> sockaddr_un {
+package func unixAddress(_ path: String) throws -> sockaddr_un {
     var address = sockaddr_un()
     address.sun_family = sa_family_t(AF_UNIX)
     let bytes = Array(path.utf8)
@@ -494,17 +495,18 @@ private func sendLine(_ fd: Int32, _ text: String) {
 }
 
 /// The client side: send one request, read one answer.
-enum ControlClient {
+package enum ControlClient {
     /// Why a client must not talk to a socket served by `serverUID`: only root's daemon, or one
     /// the client's own user runs, is believed.
-    static func refusal(serverUID: UInt32, clientUID: UInt32, path: String) -> String? {
+    package static func refusal(serverUID: UInt32, clientUID: UInt32, path: String) -> String? {
         guard serverUID != 0, serverUID != clientUID else { return nil }
         return "the socket \(path) is served by uid \(serverUID), not by root: not the StepGate daemon; "
             + "refusing to talk to it (check who can write its folder)"
     }
 
     /// Sends `request` and returns the answer object.
-    static func send(_ request: [String: Any], socket path: String, timeout: Double = 35) throws -> [String:
+    package static func send(_ request: [String: Any], socket path: String, timeout: Double = 35) throws
+        -> [String:
         Any]
     {
         let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)

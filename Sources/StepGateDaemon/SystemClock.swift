@@ -1,23 +1,24 @@
 internal import CLinux
+import Formatting
 import Foundation
 @preconcurrency import Glibc
-import UnlockPolicy
+package import UnlockPolicy
 
 /// The machine's clocks, as the policy wants them: wall time, the boot clock (which counts
 /// suspended time, unlike CLOCK_MONOTONIC) and this boot's identity.
-enum SystemClock {
+package enum SystemClock {
     /// Now, as the policy's ``Instant``.
-    static func now() -> Instant {
+    package static func now() -> Instant {
         Instant(wall: Date(), monotonic: bootTime(), bootID: bootID, clockSynchronized: clockSynchronized())
     }
 
     /// Whether the kernel says the wall clock is synchronized (an NTP client such as
     /// systemd-timesyncd or chrony cleared `STA_UNSYNC`). Only then does a reboot's wall-clock
     /// gap count as proven time powered off.
-    static func clockSynchronized() -> Bool { stepgate_clock_synchronized() != 0 }
+    package static func clockSynchronized() -> Bool { stepgate_clock_synchronized() != 0 }
 
     /// `CLOCK_BOOTTIME`: time since boot, suspend included.
-    static func bootTime() -> Duration {
+    package static func bootTime() -> Duration {
         var spec = timespec()
         clock_gettime(CLOCK_BOOTTIME, &spec)
         return .seconds(spec.tv_sec) + .nanoseconds(spec.tv_nsec)
@@ -25,7 +26,7 @@ enum SystemClock {
 
     /// The system time zone's identifier, read afresh (so a change is noticed): `TZ`, else the
     /// target of `/etc/localtime`, else `/etc/timezone`, else `UTC`.
-    static func zoneIdentifier() -> String {
+    package static func zoneIdentifier() -> String {
         if var tz = ProcessInfo.processInfo.environment["TZ"], !tz.isEmpty {
             if tz.hasPrefix(":") { tz.removeFirst() }
             if let range = tz.range(of: "zoneinfo/") { tz = String(tz[range.upperBound...]) }
@@ -45,7 +46,7 @@ enum SystemClock {
     }
 
     /// `/proc/sys/kernel/random/boot_id`, different on every boot.
-    static let bootID: String = {
+    package static let bootID: String = {
         let text = (try? String(contentsOfFile: "/proc/sys/kernel/random/boot_id", encoding: .utf8)) ?? ""
         let id = text.trimmingCharacters(in: .whitespacesAndNewlines)
         return id.isEmpty ? "unknown-boot" : id
@@ -54,24 +55,24 @@ enum SystemClock {
 
 /// Log lines for journald (a `<N>` priority prefix when standard error is not a terminal) or a
 /// terminal (`stepgate: …`), shaped like swift-log's levels.
-struct Logger: Sendable {
-    enum Level: Int, Sendable, Comparable {
+package struct Logger: Sendable {
+    package enum Level: Int, Sendable, Comparable {
         case error = 3
         case warning = 4
         case notice = 5
         case info = 6
         case debug = 7
 
-        static func < (a: Level, b: Level) -> Bool { a.rawValue < b.rawValue }
+        package static func < (a: Level, b: Level) -> Bool { a.rawValue < b.rawValue }
     }
 
     /// The most verbose level written.
-    var level: Level = .info
+    package var level: Level = .info
     private let journald = !isTerminal(2) || ProcessInfo.processInfo.environment["JOURNAL_STREAM"] != nil
 
-    init(level: Level = .info) { self.level = level }
+    package init(level: Level = .info) { self.level = level }
 
-    func log(_ level: Level, _ message: @autoclosure () -> String) {
+    package func log(_ level: Level, _ message: @autoclosure () -> String) {
         guard level <= self.level else { return }
         // One message, one line: a newline or a terminal escape in a name a user chose cannot
         // forge another log line.
@@ -86,18 +87,18 @@ struct Logger: Sendable {
         }
     }
 
-    func error(_ message: @autoclosure () -> String) { log(.error, message()) }
-    func warning(_ message: @autoclosure () -> String) { log(.warning, message()) }
-    func notice(_ message: @autoclosure () -> String) { log(.notice, message()) }
-    func info(_ message: @autoclosure () -> String) { log(.info, message()) }
-    func debug(_ message: @autoclosure () -> String) { log(.debug, message()) }
+    package func error(_ message: @autoclosure () -> String) { log(.error, message()) }
+    package func warning(_ message: @autoclosure () -> String) { log(.warning, message()) }
+    package func notice(_ message: @autoclosure () -> String) { log(.notice, message()) }
+    package func info(_ message: @autoclosure () -> String) { log(.info, message()) }
+    package func debug(_ message: @autoclosure () -> String) { log(.debug, message()) }
 }
 
 /// Sends a state to systemd (`sd_notify`) when `$NOTIFY_SOCKET` is set: readiness
 /// (`Type=notify`), and with `FDSTORE=1` descriptors for its file descriptor store, handed back to
 /// the next instance (see ``SystemdDescriptors``). Returns whether the message was sent.
 @discardableResult
-func notifySystemd(_ state: String, descriptors: [Int32] = []) -> Bool {
+package func notifySystemd(_ state: String, descriptors: [Int32] = []) -> Bool {
     guard var path = ProcessInfo.processInfo.environment["NOTIFY_SOCKET"], !path.isEmpty else { return false }
     if path.hasPrefix("@") { path = "\0" + path.dropFirst() }  // abstract namespace
     let fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
@@ -116,13 +117,13 @@ func notifySystemd(_ state: String, descriptors: [Int32] = []) -> Bool {
 
 /// Descriptors systemd passed to this process (`LISTEN_FDS`, `LISTEN_FDNAMES`), by name: the
 /// file descriptor store's contents handed back after a restart.
-enum SystemdDescriptors {
+package enum SystemdDescriptors {
     /// The name the exec shield's fanotify group is stored under.
-    static let execShield = "stepgate-exec"
+    package static let execShield = "stepgate-exec"
 
     /// Takes the passed descriptors (once: the variables are removed so children do not
     /// inherit them). Only descriptors meant for this process (`LISTEN_PID`) count.
-    static func take() -> [String: Int32] {
+    package static func take() -> [String: Int32] {
         let environment = ProcessInfo.processInfo.environment
         defer {
             unsetenv("LISTEN_PID")

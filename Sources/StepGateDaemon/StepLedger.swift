@@ -1,4 +1,5 @@
-import Foundation
+import Formatting
+package import Foundation
 @preconcurrency import Glibc
 import SystemFiles
 import UnlockPolicy
@@ -6,15 +7,15 @@ import UnlockPolicy
 /// Today's step count on disk, so a restart or a device gap never loses the day's steps:
 /// `{"version":1,"day":"2026-11-29","steps":1234}` (the local calendar day), written
 /// atomically (temporary file, `fsync`, `rename`).
-struct StepLedger {
-    static let currentVersion = 1
-    let path: String
-    private(set) var day: String
-    private(set) var steps: Int
+package struct StepLedger {
+    package static let currentVersion = 1
+    package let path: String
+    package private(set) var day: String
+    package private(set) var steps: Int
 
     /// The default location: `$STATE_DIRECTORY` (systemd), else `$XDG_STATE_HOME/stepgate`,
     /// else `~/.local/state/stepgate`, file `steps.json`.
-    static var defaultPath: String {
+    package static var defaultPath: String {
         let environment = ProcessInfo.processInfo.environment
         if let state = environment["STATE_DIRECTORY"], !state.isEmpty {
             return state.split(separator: ":").first.map { "\($0)/steps.json" } ?? "\(state)/steps.json"
@@ -28,7 +29,7 @@ struct StepLedger {
     /// The local calendar day of `date`, `YYYY-MM-DD`. Uses the C library's `localtime_r` (the
     /// system zone) rather than Foundation's Calendar, which would load ICU — several megabytes
     /// of resident memory for the live reader.
-    static func today(_ date: Date = Date()) -> String {
+    package static func today(_ date: Date = Date()) -> String {
         var seconds = time_t(date.timeIntervalSince1970.rounded(.down))
         var parts = tm()
         guard localtime_r(&seconds, &parts) != nil else { return "0000-00-00" }
@@ -38,7 +39,7 @@ struct StepLedger {
 
     /// Loads the ledger; a missing file, another day, or an unreadable file (reported
     /// through `warn`) starts at 0.
-    init(path: String, now: Date = Date(), warn: (String) -> Void) {
+    package init(path: String, now: Date = Date(), warn: (String) -> Void) {
         self.path = path
         day = StepLedger.today(now)
         steps = 0
@@ -68,7 +69,7 @@ struct StepLedger {
     }
 
     /// Adds steps, starting a new day's count when the date changed.
-    mutating func add(_ count: Int, now: Date = Date()) {
+    package mutating func add(_ count: Int, now: Date = Date()) {
         let current = StepLedger.today(now)
         if current != day {
             day = current
@@ -78,7 +79,7 @@ struct StepLedger {
     }
 
     /// Writes the ledger atomically.
-    func save() throws {
+    package func save() throws {
         let directory = (path as NSString).deletingLastPathComponent
         if !directory.isEmpty {
             try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
@@ -93,8 +94,8 @@ struct StepLedger {
 }
 
 /// The ledger could not be written.
-struct LedgerError: Error, CustomStringConvertible {
-    var path: String
-    var reason: String
-    var description: String { "\(path): cannot save the step ledger: \(reason)" }
+package struct LedgerError: Error, CustomStringConvertible {
+    package var path: String
+    package var reason: String
+    package var description: String { "\(path): cannot save the step ledger: \(reason)" }
 }

@@ -1,19 +1,20 @@
 import Dispatch
+import Formatting
 import Glibc
-import Shields
+package import Shields
 import Synchronization
-import UnlockPolicy
+package import UnlockPolicy
 
 /// What one shield's operation came to, posted back to the loop.
-struct ShieldOutcome: Sendable {
-    enum Action: String, Sendable {
+package struct ShieldOutcome: Sendable {
+    package enum Action: String, Sendable {
         case apply, remove, recheck
     }
-    var store: String
-    var shield: String
-    var action: Action
+    package var store: String
+    package var shield: String
+    package var action: Action
     /// The failure; `nil` when it worked.
-    var error: String?
+    package var error: String?
 }
 
 /// Carries out the shields' work off the daemon's loop: each shield has a serial queue of its
@@ -23,19 +24,19 @@ struct ShieldOutcome: Sendable {
 /// to the loop as ``ShieldOutcome`` events.
 ///
 /// A shield object is only ever touched on its own queue once the workers start.
-final class ShieldWorkers: Sendable {
+package final class ShieldWorkers: Sendable {
     private final class Worker: @unchecked Sendable {
         // Touched only on `queue` (the invariant that makes this box sendable).
-        let shield: any Shield
-        let name: String
-        let kinds: Set<Target.Kind>
-        let queue: DispatchQueue
+        package let shield: any Shield
+        package let name: String
+        package let kinds: Set<Target.Kind>
+        package let queue: DispatchQueue
         /// A recheck is queued and not yet run (another one is not queued behind it).
-        let recheckPending = Atomic<Bool>(false)
+        package let recheckPending = Atomic<Bool>(false)
         /// Operations queued and not finished.
-        let queued = Atomic<Int>(0)
+        package let queued = Atomic<Int>(0)
 
-        init(_ shield: any Shield) {
+        package init(_ shield: any Shield) {
             self.shield = shield
             name = shield.name
             kinds = shield.kinds
@@ -46,9 +47,9 @@ final class ShieldWorkers: Sendable {
     private let workers: [Worker]
     private let post: @Sendable (ShieldOutcome) -> Void
     /// Target kinds no shield enforces.
-    let unenforcedKinds: Set<Target.Kind>
+    package let unenforcedKinds: Set<Target.Kind>
 
-    init(_ set: ShieldSet, post: @escaping @Sendable (ShieldOutcome) -> Void) {
+    package init(_ set: ShieldSet, post: @escaping @Sendable (ShieldOutcome) -> Void) {
         workers = set.shields.map(Worker.init)
         unenforcedKinds = set.unenforcedKinds
         self.post = post
@@ -57,7 +58,9 @@ final class ShieldWorkers: Sendable {
     /// Queues `apply` (or `remove`) of the selection's targets on each shield that enforces
     /// them. Returns at once: the failure of a target kind no shield enforces (known now), or
     /// `nil`; what the shields do comes back as outcomes.
-    func run(_ action: ShieldOutcome.Action, _ selection: Selection, context: ShieldContext) -> String? {
+    package func run(_ action: ShieldOutcome.Action, _ selection: Selection, context: ShieldContext)
+        -> String?
+    {
         let targets = selection.targets
         for worker in workers {
             let part = targets.filter { worker.kinds.contains($0.kind) }.sorted()
@@ -88,7 +91,7 @@ final class ShieldWorkers: Sendable {
 
     /// Queues a recheck on every shield that has none waiting; each store's problem (or its
     /// recovery) comes back as an outcome.
-    func recheck(stores: [String]) {
+    package func recheck(stores: [String]) {
         for worker in workers where !worker.recheckPending.exchange(true, ordering: .relaxed) {
             let post = post
             worker.queued.add(1, ordering: .relaxed)
@@ -107,7 +110,7 @@ final class ShieldWorkers: Sendable {
     }
 
     /// Runs `body` on the exec shield's queue, after what is queued there.
-    func afterQueuedOnExecShield(_ body: @escaping @Sendable (ExecDenyShield) -> Void) {
+    package func afterQueuedOnExecShield(_ body: @escaping @Sendable (ExecDenyShield) -> Void) {
         for worker in workers {
             worker.queue.async {
                 if let shield = worker.shield as? ExecDenyShield { body(shield) }
@@ -117,7 +120,7 @@ final class ShieldWorkers: Sendable {
 
     /// Calls `body` (on another thread) once every shield has done what is queued now, or
     /// after `timeout`, whichever comes first (`body` runs once).
-    func whenDone(timeout: Duration? = nil, _ body: @escaping @Sendable () -> Void) {
+    package func whenDone(timeout: Duration? = nil, _ body: @escaping @Sendable () -> Void) {
         let group = DispatchGroup()
         for worker in workers {
             group.enter()
@@ -134,7 +137,7 @@ final class ShieldWorkers: Sendable {
     }
 
     /// Waits up to `timeout` for the queued operations to finish (at shutdown); whether they did.
-    func drain(timeout: Duration) -> Bool {
+    package func drain(timeout: Duration) -> Bool {
         let deadline = ContinuousClock.now + timeout
         while workers.contains(where: { $0.queued.load(ordering: .relaxed) > 0 }) {
             if ContinuousClock.now >= deadline { return false }

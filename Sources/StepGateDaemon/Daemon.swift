@@ -1,17 +1,18 @@
 @preconcurrency import Dispatch
+import Formatting
 import Foundation
 @preconcurrency import Glibc
 import SensorInput
 import Shields
 import StepDetection
-import Synchronization
+package import Synchronization
 import SystemFiles
 import UnlockPolicy
 
 /// Something the daemon's loop reacts to. Producers (input, timer, control socket, signals,
 /// shield watchers) run concurrently; the loop handles one event at a time, so the engine, the
 /// shields and the state file are only ever touched from one place.
-enum DaemonEvent: Sendable {
+package enum DaemonEvent: Sendable {
     /// Steps confirmed by the detector since the last event.
     case steps(Int)
     /// Time to deliver a `.tick` (a wake-up is due, or a minute passed).
@@ -30,28 +31,28 @@ enum DaemonEvent: Sendable {
 /// The loop's inbox. Nothing the gate needs can be dropped: steps add up, ticks, signals and
 /// shield changes latch, and requests are bounded where they are accepted (``ControlLimits``:
 /// one request per connection). The doorbell only wakes the loop, so it may coalesce.
-final class Inbox: Sendable {
+package final class Inbox: Sendable {
     private struct Pending {
-        var steps = 0
-        var tick = false
-        var stop: Int32?
-        var reload = false
-        var shieldsChanged = false
-        var inputEnded: String??
-        var requests: [ControlRequest] = []
+        package var steps = 0
+        package var tick = false
+        package var stop: Int32?
+        package var reload = false
+        package var shieldsChanged = false
+        package var inputEnded: String??
+        package var requests: [ControlRequest] = []
         /// Bounded by the daemon's own operations (a few per shield and store per tick).
-        var outcomes: [ShieldOutcome] = []
+        package var outcomes: [ShieldOutcome] = []
     }
     private let pending = Mutex(Pending())
     private let doorbell: AsyncStream<Void>.Continuation
     /// Rings whenever something was posted.
-    let rings: AsyncStream<Void>
+    package let rings: AsyncStream<Void>
 
-    init() {
+    package init() {
         (rings, doorbell) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
     }
 
-    func post(_ event: DaemonEvent) {
+    package func post(_ event: DaemonEvent) {
         pending.withLock { p in
             switch event {
             case .steps(let count): p.steps += count
@@ -69,7 +70,7 @@ final class Inbox: Sendable {
 
     /// Everything posted since the last call, most urgent first: stop, reload, shield outcomes
     /// and changes, ticks, steps, the input's end, then requests in arrival order.
-    func take() -> [DaemonEvent] {
+    package func take() -> [DaemonEvent] {
         pending.withLock { p in
             var events: [DaemonEvent] = []
             if let number = p.stop { events.append(.signal(number)) }
@@ -87,17 +88,17 @@ final class Inbox: Sendable {
         }
     }
 
-    func finish() { doorbell.finish() }
+    package func finish() { doorbell.finish() }
 }
 
 /// The next wake-up, shared between the loop (which arms it) and the timer task.
-final class WakeUp: Sendable {
+package final class WakeUp: Sendable {
     private let at = Mutex<Duration?>(nil)
-    func arm(_ monotonic: Duration) { at.withLock { $0 = monotonic } }
-    var due: Duration? { at.withLock { $0 } }
+    package func arm(_ monotonic: Duration) { at.withLock { $0 = monotonic } }
+    package var due: Duration? { at.withLock { $0 } }
     /// Clears the wake-up if it is due at `now`, in one step (an earlier read and a later clear
     /// could lose a wake-up armed between them); true when it was due.
-    func takeIfDue(_ now: Duration) -> Bool {
+    package func takeIfDue(_ now: Duration) -> Bool {
         at.withLock { at in
             guard let due = at, due <= now else { return false }
             at = nil
@@ -107,13 +108,13 @@ final class WakeUp: Sendable {
 }
 
 /// Live statistics from the input task, for `status`.
-final class InputStatistics: Sendable {
+package final class InputStatistics: Sendable {
     /// Samples read and steps counted since start, and today's steps (from the ledger).
-    let counts = Mutex<(samples: Int, steps: Int, today: Int)>((0, 0, 0))
+    package let counts = Mutex<(samples: Int, steps: Int, today: Int)>((0, 0, 0))
 }
 
 /// The live pipeline: input → detector → policy → shields, with the control socket.
-final class Daemon {
+package final class Daemon {
     private var configuration: DaemonConfiguration
     private let configPath: String
     private let log: Logger
@@ -141,7 +142,7 @@ final class Daemon {
     /// here, from the administrator's configuration, never from what a client sends).
     private var resolvedExecutables: [String: String] = [:]
 
-    init(configuration: DaemonConfiguration, configPath: String, log: Logger) throws {
+    package init(configuration: DaemonConfiguration, configPath: String, log: Logger) throws {
         self.configuration = configuration
         self.configPath = configPath
         self.log = log
@@ -258,7 +259,7 @@ final class Daemon {
     }
 
     /// Runs until SIGTERM or SIGINT; saves the state on the way out.
-    func run() async throws {
+    package func run() async throws {
         // No write of the daemon's (a client that hung up, a hook's pipe) may kill it: writes
         // to a closed peer fail with EPIPE instead. Children get default dispositions back.
         signal(SIGPIPE, SIG_IGN)
@@ -385,9 +386,9 @@ final class Daemon {
     /// The system side of the effects: the state file, the wake-up timer, the journal and the
     /// desktop, and the shields.
     private struct SystemEnvironment: PolicyEnvironment {
-        let daemon: Daemon
+        package let daemon: Daemon
 
-        func persist(_ state: PolicyState) -> String? {
+        package func persist(_ state: PolicyState) -> String? {
             do {
                 try daemon.stateStore.save(state)
                 return nil
@@ -397,29 +398,29 @@ final class Daemon {
             }
         }
 
-        func armWakeUp(at date: Date, monotonic: Duration) -> String? {
+        package func armWakeUp(at date: Date, monotonic: Duration) -> String? {
             daemon.wake.arm(monotonic)
             return nil
         }
 
-        func notify(_ notice: PolicyNotice) {
+        package func notify(_ notice: PolicyNotice) {
             daemon.log.log(
                 notice.kind == .failClosed || notice.kind == .shieldFailed ? .warning : .notice,
                 notice.description)
             daemon.notifyDesktop(notice)
         }
 
-        func apply(store: String, selection: Selection, owners: [String], until: Date?) -> String? {
+        package func apply(store: String, selection: Selection, owners: [String], until: Date?) -> String? {
             daemon.workers.run(
                 .apply, selection,
                 context: ShieldContext(store: store, selection: selection, owners: owners, until: until))
         }
 
-        func remove(store: String, selection: Selection) -> String? {
+        package func remove(store: String, selection: Selection) -> String? {
             daemon.workers.run(.remove, selection, context: ShieldContext(store: store, selection: selection))
         }
 
-        func gaveUp() {
+        package func gaveUp() {
             daemon.log.error("the policy kept failing; giving up on this batch until the next tick")
         }
     }

@@ -1,19 +1,20 @@
 import Foundation
 
 #if canImport(UnlockPolicy)
-    import UnlockPolicy
+    package import UnlockPolicy
 #endif
 
 /// A control socket error: what failed and why (the message goes back to the client).
-struct ControlSocketError: Error, CustomStringConvertible {
-    var message: String
-    var description: String { message }
+package struct ControlSocketError: Error, CustomStringConvertible {
+    package var message: String
+    package var description: String { message }
+    package init(message: String) { self.message = message }
 }
 
 /// One checked control request. Everything a client can send is decoded and bounded here,
 /// before it reaches the daemon's loop; pure, so it is fuzzed together with the engine
 /// (`Fuzz/run-control.sh`).
-enum ControlCommand: Sendable, Equatable {
+package enum ControlCommand: Sendable, Equatable {
     case ping
     case status
     /// The launch guard's question: the path it would start and, optionally, that path resolved
@@ -25,12 +26,12 @@ enum ControlCommand: Sendable, Equatable {
     case reload
 
     /// The longest lock that may be asked for, in minutes (366 days).
-    static let maximumLockMinutes = 366.0 * 24 * 60
+    package static let maximumLockMinutes = 366.0 * 24 * 60
     /// The longest name or path accepted in a request.
-    static let maximumText = 4096
+    package static let maximumText = 4096
 
     /// Whether only root or the admin group may ask it.
-    var changesPolicy: Bool {
+    package var changesPolicy: Bool {
         switch self {
         case .ping, .status, .check: false
         case .lock, .skip, .emergency, .reload: true
@@ -40,7 +41,7 @@ enum ControlCommand: Sendable, Equatable {
     #if canImport(UnlockPolicy) || CONTROL_FUZZ
         /// The policy command this stands for, on behalf of `who`; `nil` for requests the daemon
         /// answers itself.
-        func policyCommand(by who: String) -> PolicyCommand? {
+        package func policyCommand(by who: String) -> PolicyCommand? {
             switch self {
             case .lock(let store, let minutes): .lock(store: store, duration: .seconds(minutes * 60), by: who)
             case .skip(let schedule, let occurrence): .skip(schedule: schedule, occurrence: occurrence)
@@ -51,7 +52,7 @@ enum ControlCommand: Sendable, Equatable {
     #endif
 
     /// Reads one request line: a JSON object with a string `command` and the members it takes.
-    static func decode(_ line: [UInt8]) -> Result<ControlCommand, ControlSocketError> {
+    package static func decode(_ line: [UInt8]) -> Result<ControlCommand, ControlSocketError> {
         let object: Any
         do {
             object = try JSONSerialization.jsonObject(with: Data(line))
