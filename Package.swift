@@ -61,6 +61,12 @@ let package = Package(
             name: "TuningTests",
             dependencies: ["Tuning", "StepDetection", "SensorInput", "StepGateTestSupport"]),
         .testTarget(
+            name: "StepGateDaemonTests",
+            dependencies: [
+                "StepGateDaemon", "UnlockPolicy", "Shields", "SensorInput", "StepDetection",
+                "StepGateTestSupport",
+            ]),
+        .testTarget(
             name: "StepGateCLITests",
             dependencies: [
                 "StepGateCLI", "StepGateDaemon", "StepGateTestSupport", "stepgate", "SensorInput",

@@ -7,4 +7,11 @@ public protocol SampleSource: Sendable {
     /// Starts producing samples; the stream ends when the source is exhausted, fails or the
     /// consumer stops iterating (which stops the source).
     func samples() -> AsyncThrowingStream<AccelerationSample, any Error>
+    /// What the samples hold: total acceleration (an accelerometer) unless the source knows
+    /// better (a recording of gravity-removed acceleration).
+    var input: StepDetector.Input { get }
+}
+
+extension SampleSource {
+    public var input: StepDetector.Input { .totalAcceleration }
 }

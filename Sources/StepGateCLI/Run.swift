@@ -65,27 +65,22 @@ struct Run: Command {
         let terminal = !json && isTerminal(1)
         let started = monotonicNanoseconds()
         let reason = try await runUntilStopped(duration: live.duration) {
-            var detector = StepDetector(configuration: detectorConfiguration)
-            var ledger = initialLedger
-            var lastSave = monotonicNanoseconds()
+            var counter = StepCounter(
+                configuration: detectorConfiguration, ledger: initialLedger, saveInterval: .seconds(1))
             var lastDraw: Int64 = 0
-            var dirty = false
             let out = StandardOutput()
             defer { out.flush() }
-            var count = 0
-            for try await sample in source.samples() {
-                count += 1
-                var newSteps = 0
-                detector.process(sample) { event in
-                    newSteps += 1
-                    let now = monotonicNanoseconds()
-                    let monotonic = source.statistics.monotonicTimestamps
+            try await countSteps(from: source, into: &counter, log: Logger(level: .warning)) {
+                sample, events, counter in
+                let now = monotonicNanoseconds()
+                let monotonic = source.statistics.monotonicTimestamps
+                for (index, event) in events.enumerated() {
                     let latency = monotonic ? Double(now - event.timestamp) / 1e6 : Double.nan
                     if json {
                         var line = JSONLine()
                         line.add("event", "step")
                         line.add("count", event.count)
-                        line.add("today", ledger.steps + newSteps)
+                        line.add("today", counter.today - events.count + index + 1)
                         line.add("time_s", Double(event.timestamp) / 1e9, decimals: 3)
                         if monotonic { line.add("latency_ms", latency, decimals: 1) }
                         out.line(line.string)
@@ -95,35 +90,24 @@ struct Run: Command {
                         progress.withLock { if $0.latencies.count < 100_000 { $0.latencies.append(latency) } }
                     }
                 }
-                if newSteps > 0 {
-                    ledger.add(newSteps)
-                    dirty = true
-                }
                 let snapshot = progress.withLock { p -> Progress in
-                    p.samples = count
-                    p.sessionSteps = detector.count
-                    p.todaySteps = ledger.steps
+                    p.samples = counter.samples
+                    p.sessionSteps = counter.steps
+                    p.todaySteps = counter.today
                     if p.firstTimestamp == nil { p.firstTimestamp = sample.timestamp }
                     p.lastTimestamp = sample.timestamp
                     return p
-                }
-                let now = monotonicNanoseconds()
-                if dirty && now - lastSave >= 1_000_000_000 {
-                    try ledger.save()
-                    dirty = false
-                    lastSave = now
                 }
                 if terminal && now - lastDraw >= 250_000_000 {
                     lastDraw = now
                     out.write(
                         "\r"
                             + Run.statusLine(
-                                snapshot, goal: goal, detector: detector, now: now, started: started))
+                                snapshot, goal: goal, detector: counter.detector, now: now, started: started))
                     out.flush()
                 }
-                if let limit, count >= limit { break }
+                return limit.map { counter.samples < $0 } ?? true
             }
-            if dirty { try ledger.save() }
             if terminal { out.write("\n") }
         }
         await source.waitUntilStopped()

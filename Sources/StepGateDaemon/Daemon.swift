@@ -3,118 +3,16 @@ import Formatting
 import Foundation
 @preconcurrency import Glibc
 import SensorInput
-import Shields
+package import Shields
 import StepDetection
-package import Synchronization
+import Synchronization
 import SystemFiles
 import UnlockPolicy
 
-/// Something the daemon's loop reacts to. Producers (input, timer, control socket, signals,
-/// shield watchers) run concurrently; the loop handles one event at a time, so the engine, the
-/// shields and the state file are only ever touched from one place.
-package enum DaemonEvent: Sendable {
-    /// Steps confirmed by the detector since the last event.
-    case steps(Int)
-    /// Time to deliver a `.tick` (a wake-up is due, or a minute passed).
-    case tick
-    case request(ControlRequest)
-    /// A signal: SIGTERM/SIGINT stop, SIGHUP reloads.
-    case signal(Int32)
-    /// The input ended (a replay reached its end) or failed; the daemon keeps enforcing.
-    case inputEnded(String?)
-    /// Something a shield enforces changed on disk (a program was replaced): recheck now.
-    case shieldsChanged
-    /// A shield finished an operation (see ``ShieldWorkers``).
-    case shieldOutcome(ShieldOutcome)
-}
-
-/// The loop's inbox. Nothing the gate needs can be dropped: steps add up, ticks, signals and
-/// shield changes latch, and requests are bounded where they are accepted (``ControlLimits``:
-/// one request per connection). The doorbell only wakes the loop, so it may coalesce.
-package final class Inbox: Sendable {
-    private struct Pending {
-        package var steps = 0
-        package var tick = false
-        package var stop: Int32?
-        package var reload = false
-        package var shieldsChanged = false
-        package var inputEnded: String??
-        package var requests: [ControlRequest] = []
-        /// Bounded by the daemon's own operations (a few per shield and store per tick).
-        package var outcomes: [ShieldOutcome] = []
-    }
-    private let pending = Mutex(Pending())
-    private let doorbell: AsyncStream<Void>.Continuation
-    /// Rings whenever something was posted.
-    package let rings: AsyncStream<Void>
-
-    package init() {
-        (rings, doorbell) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
-    }
-
-    package func post(_ event: DaemonEvent) {
-        pending.withLock { p in
-            switch event {
-            case .steps(let count): p.steps += count
-            case .tick: p.tick = true
-            case .request(let request): p.requests.append(request)
-            case .signal(SIGHUP): p.reload = true
-            case .signal(let number): p.stop = p.stop ?? number
-            case .inputEnded(let reason): p.inputEnded = .some(reason)
-            case .shieldsChanged: p.shieldsChanged = true
-            case .shieldOutcome(let outcome): p.outcomes.append(outcome)
-            }
-        }
-        doorbell.yield()
-    }
-
-    /// Everything posted since the last call, most urgent first: stop, reload, shield outcomes
-    /// and changes, ticks, steps, the input's end, then requests in arrival order.
-    package func take() -> [DaemonEvent] {
-        pending.withLock { p in
-            var events: [DaemonEvent] = []
-            if let number = p.stop { events.append(.signal(number)) }
-            if p.reload { events.append(.signal(SIGHUP)) }
-            events += p.outcomes.map { .shieldOutcome($0) }
-            if p.shieldsChanged { events.append(.shieldsChanged) }
-            if p.tick { events.append(.tick) }
-            if p.steps > 0 { events.append(.steps(p.steps)) }
-            if case .some(let reason) = p.inputEnded { events.append(.inputEnded(reason)) }
-            events += p.requests.map { .request($0) }
-            let stop = p.stop
-            p = Pending()
-            p.stop = stop  // a stop stays latched
-            return events
-        }
-    }
-
-    package func finish() { doorbell.finish() }
-}
-
-/// The next wake-up, shared between the loop (which arms it) and the timer task.
-package final class WakeUp: Sendable {
-    private let at = Mutex<Duration?>(nil)
-    package func arm(_ monotonic: Duration) { at.withLock { $0 = monotonic } }
-    package var due: Duration? { at.withLock { $0 } }
-    /// Clears the wake-up if it is due at `now`, in one step (an earlier read and a later clear
-    /// could lose a wake-up armed between them); true when it was due.
-    package func takeIfDue(_ now: Duration) -> Bool {
-        at.withLock { at in
-            guard let due = at, due <= now else { return false }
-            at = nil
-            return true
-        }
-    }
-}
-
-/// Live statistics from the input task, for `status`.
-package final class InputStatistics: Sendable {
-    /// Samples read and steps counted since start, and today's steps (from the ledger).
-    package let counts = Mutex<(samples: Int, steps: Int, today: Int)>((0, 0, 0))
-}
-
 /// The live pipeline: input → detector → policy → shields, with the control socket.
 package final class Daemon {
+    private let system: DaemonSystem
+    private let clock: any DaemonClock
     private var configuration: DaemonConfiguration
     private let configPath: String
     private let log: Logger
@@ -142,7 +40,11 @@ package final class Daemon {
     /// here, from the administrator's configuration, never from what a client sends).
     private var resolvedExecutables: [String: String] = [:]
 
-    package init(configuration: DaemonConfiguration, configPath: String, log: Logger) throws {
+    package init(
+        configuration: DaemonConfiguration, configPath: String, log: Logger, system: DaemonSystem = .machine
+    ) throws {
+        self.system = system
+        clock = system.clock
         self.configuration = configuration
         self.configPath = configPath
         self.log = log
@@ -158,11 +60,10 @@ package final class Daemon {
         stateStore = FilePolicyStateStore(path: configuration.stateDirectory + "/state.json")
         let loaded = stateStore.load()
         if case .failure(let error) = loaded { log.error("\(error); starting locked") }
-        lastZone = SystemClock.zoneIdentifier()
+        lastZone = clock.zoneIdentifier()
         engine = PolicyEngine(configuration: configuration.policy, restoring: loaded, systemZone: lastZone)
-        shields = ShieldSet([])
-        shields = makeShields(configuration)
         let inbox = inbox
+        shields = system.shields(configuration, log) { inbox.post(.shieldsChanged) }
         workers = ShieldWorkers(shields) { inbox.post(.shieldOutcome($0)) }
         resolveExecutables()
         updateBrowserPolicies()
@@ -191,7 +92,7 @@ package final class Daemon {
     /// Browsers' managed policies keep DNS over HTTPS off while any store has domains (their own
     /// resolver would skip the hosts file and dnsmasq); removed when none has.
     private func updateBrowserPolicies() {
-        guard configuration.domains != nil, configuration.browserPolicies else { return }
+        guard system.isMachine, configuration.domains != nil, configuration.browserPolicies else { return }
         let policies = BrowserPolicies(root: configuration.browserPolicyRoot)
         let wanted = configuration.policy.stores.contains { !$0.selection.domains.isEmpty }
         let problems = wanted ? policies.install() : policies.remove()
@@ -203,7 +104,9 @@ package final class Daemon {
 
     /// Builds the shields the configuration asks for; one that cannot start is logged, and the
     /// targets it would have enforced then fail (so the policy fails closed and says why).
-    private func makeShields(_ c: DaemonConfiguration) -> ShieldSet {
+    package static func machineShields(
+        _ c: DaemonConfiguration, log: Logger, onChange: @escaping @Sendable () -> Void
+    ) -> ShieldSet {
         var list: [any Shield] = []
         if c.execShield {
             do {
@@ -220,8 +123,7 @@ package final class Daemon {
                 if inherited != nil {
                     log.notice("exec shield: took over the previous instance's marks from systemd's store")
                 }
-                let inbox = inbox
-                shield.onChange = { inbox.post(.shieldsChanged) }
+                shield.onChange = onChange
                 list.append(shield)
             } catch {
                 log.error("\(error)")
@@ -258,18 +160,23 @@ package final class Daemon {
         return ShieldSet(list)
     }
 
+    /// Stops or reloads the running loop as SIGTERM and SIGHUP would: for tests and anything
+    /// that runs a daemon without signals (``DaemonSystem/isMachine`` false).
+    package var handle: DaemonHandle { DaemonHandle(inbox: inbox) }
+
     /// Runs until SIGTERM or SIGINT; saves the state on the way out.
     package func run() async throws {
         // No write of the daemon's (a client that hung up, a hook's pipe) may kill it: writes
         // to a closed peer fail with EPIPE instead. Children get default dispositions back.
-        signal(SIGPIPE, SIG_IGN)
-        raiseDescriptorLimit()
-        let server = try ControlServer(
-            path: configuration.controlSocket, adminGroup: configuration.adminGroup)
+        if system.isMachine {
+            signal(SIGPIPE, SIG_IGN)
+            raiseDescriptorLimit()
+        }
+        let server = try system.control(configuration)
         let inbox = inbox
         server.start { request in inbox.post(.request(request)) }
         defer { server.stop() }
-        let signals = watchSignals([SIGTERM, SIGINT, SIGHUP], inbox)
+        let signals = system.isMachine ? watchSignals([SIGTERM, SIGINT, SIGHUP], inbox) : []
         defer { for source in signals { source.cancel() } }
 
         // What is in force already (after a restart), then a first tick.
@@ -279,9 +186,9 @@ package final class Daemon {
             perform(
                 engine.handle(
                     .shieldReport(store: store.name, .applied(inForce[store.name] ?? .empty)),
-                    at: SystemClock.now()))
+                    at: clock.now()))
         }
-        perform(engine.handle(.tick, at: SystemClock.now()))
+        perform(engine.handle(.tick, at: clock.now()))
         // The shields are decided: the exec shield answers (an adopted group's queued opens
         // too), and its group goes to systemd's store, so a restart or a crash leaves the marks
         // in place (opens wait for the next instance instead of going through).
@@ -294,7 +201,7 @@ package final class Daemon {
                 log.info("exec shield: fanotify group kept in systemd's file descriptor store")
             }
         }
-        let timer = Task { [wake] in await Daemon.runTimer(wake, inbox) }
+        let timer = Task { [wake, clock] in await Daemon.runTimer(wake, clock, inbox) }
         defer { timer.cancel() }
         let inputTask = startInput()
         defer { inputTask.cancel() }
@@ -308,16 +215,16 @@ package final class Daemon {
             for event in inbox.take() {
                 switch event {
                 case .steps(let count):
-                    perform(engine.handle(.steps(count), at: SystemClock.now()))
+                    perform(engine.handle(.steps(count), at: clock.now()))
                 case .tick:
-                    let zone = SystemClock.zoneIdentifier()
+                    let zone = clock.zoneIdentifier()
                     if zone != lastZone {
                         lastZone = zone
-                        perform(engine.handle(.zoneChanged(zone), at: SystemClock.now()))
+                        perform(engine.handle(.zoneChanged(zone), at: clock.now()))
                     }
                     resolveExecutables()
                     recheckShields()
-                    perform(engine.handle(.tick, at: SystemClock.now()))
+                    perform(engine.handle(.tick, at: clock.now()))
                 case .shieldsChanged:
                     recheckShields()
                 case .shieldOutcome(let outcome):
@@ -377,9 +284,9 @@ package final class Daemon {
         var environment = SystemEnvironment(daemon: self)
         PolicyDriver.perform(
             effects, in: &environment,
-            handle: { self.engine.handle($0, at: SystemClock.now()) },
+            handle: { self.engine.handle($0, at: clock.now()) },
             until: { store in
-                self.engine.status(at: SystemClock.now()).stores.first { $0.name == store }?.unlockedUntil
+                self.engine.status(at: clock.now()).stores.first { $0.name == store }?.unlockedUntil
             })
     }
 
@@ -443,7 +350,7 @@ package final class Daemon {
             log.error(
                 "\(outcome.store): \(outcome.shield) shield: cannot \(outcome.action.rawValue): \(message)")
         }
-        perform(engine.handle(.shieldReport(store: outcome.store, .failed(message)), at: SystemClock.now()))
+        perform(engine.handle(.shieldReport(store: outcome.store, .failed(message)), at: clock.now()))
     }
 
     /// Checks that every store's shields are still in force (a replaced program is marked again
@@ -453,7 +360,7 @@ package final class Daemon {
     }
 
     private func notifyDesktop(_ notice: PolicyNotice) {
-        guard ProcessInfo.processInfo.environment["DBUS_SESSION_BUS_ADDRESS"] != nil,
+        guard system.isMachine, ProcessInfo.processInfo.environment["DBUS_SESSION_BUS_ADDRESS"] != nil,
             let notifySend = CommandRunner().resolve("notify-send")
         else { return }
         let text = notice.description
@@ -467,7 +374,7 @@ package final class Daemon {
     /// Answers one request (decoded and bounded by ``ControlCommand``). Nothing here blocks
     /// or touches the file system on a client's behalf.
     private func answer(_ request: ControlRequest) {
-        let now = SystemClock.now()
+        let now = clock.now()
         func refuse(_ message: String) {
             request.respond("{\"ok\":false,\"error\":\(JSONLine.quoted(message))}")
         }
@@ -526,7 +433,7 @@ package final class Daemon {
         configuration.messages = fresh.messages
         resolveExecutables()
         updateBrowserPolicies()
-        perform(engine.handle(.command(.reload(fresh.policy)), at: SystemClock.now()))
+        perform(engine.handle(.command(.reload(fresh.policy)), at: clock.now()))
         log.notice("configuration reloaded")
         return nil
     }
@@ -627,15 +534,15 @@ package final class Daemon {
     // MARK: Producers
 
     /// Delivers a tick when the armed wake-up is due, and at least once a minute.
-    private static func runTimer(_ wake: WakeUp, _ inbox: Inbox) async {
-        var lastTick = SystemClock.bootTime()
+    private static func runTimer(_ wake: WakeUp, _ clock: any DaemonClock, _ inbox: Inbox) async {
+        var lastTick = clock.bootTime()
         while !Task.isCancelled {
             // Sleep to the wake-up if it is close, so a relock lands on time; else poll 4 times a
             // second (a newly armed, earlier wake-up is noticed within that).
             var pause = Duration.milliseconds(250)
-            if let due = wake.due { pause = max(.zero, min(pause, due - SystemClock.bootTime())) }
-            try? await Task.sleep(for: pause)
-            let now = SystemClock.bootTime()
+            if let due = wake.due { pause = max(.zero, min(pause, due - clock.bootTime())) }
+            try? await clock.sleep(for: pause)
+            let now = clock.bootTime()
             if wake.takeIfDue(now) || now - lastTick >= .seconds(60) {
                 lastTick = now
                 inbox.post(.tick)
@@ -644,78 +551,58 @@ package final class Daemon {
     }
 
     private func startInput() -> Task<Void, Never> {
-        let inbox = inbox
-        let detectorConfiguration = configuration.detector
-        let statistics = input
-        switch configuration.input {
-        case .replay(let path, let speed):
+        let (inbox, statistics, log) = (inbox, input, log)
+        let (detector, input, open) = (configuration.detector, configuration.input, system.source)
+        // An accelerometer keeps today's count in a ledger, so a restart continues the day, and
+        // is opened again every 5 s while it fails; a replay counts itself, once.
+        let ledger: StepLedger?
+        switch input {
+        case .replay(let path, _):
             inputState = "replaying \(path)"
-            return Task.detached {
-                do {
-                    try await Daemon.replay(
-                        path: path, speed: speed, detector: detectorConfiguration, statistics: statistics,
-                        inbox)
-                    inbox.post(.inputEnded(nil))
-                } catch is CancellationError {
-                } catch {
-                    inbox.post(.inputEnded("\(error)"))
-                }
-            }
+            ledger = nil
         case .device(let name, let uri, let rate):
             inputState = "IIO \(name ?? "accelerometer")\(uri.map { " at \($0)" } ?? "") at \(rate) Hz"
-            let ledgerPath = configuration.stateDirectory + "/steps.json"
-            let log = log
-            return Task.detached {
-                await Daemon.live(
-                    device: name, uri: uri, rate: rate, detector: detectorConfiguration,
-                    ledgerPath: ledgerPath,
-                    statistics: statistics, log: log, inbox)
-            }
+            ledger = StepLedger(path: configuration.stateDirectory + "/steps.json", warn: { log.warning($0) })
+        }
+        return Task.detached {
+            await Daemon.count(
+                from: { try open(input, log) }, again: ledger != nil, detector: detector, ledger: ledger,
+                statistics: statistics, log: log, inbox)
         }
     }
 
-    /// Reads an IIO accelerometer until cancelled. Opening it is retried every 5 s (the sensor
-    /// may appear later; udev also starts the service on hotplug); once capturing, the source
-    /// reconnects by itself. Today's steps are kept in a ledger so a restart continues the day.
-    private static func live(
-        device: String?, uri: String?, rate: Double, detector configuration: DetectorConfiguration,
-        ledgerPath: String, statistics: InputStatistics, log: Logger, _ inbox: Inbox
+    /// Counts steps from the input until cancelled (or, for a replay, until it ends), posting
+    /// them to the loop. With `again`, a source that fails to open or ends is opened again
+    /// every 5 s (the sensor may appear later; udev also starts the service on hotplug).
+    private static func count(
+        from open: () throws -> any SampleSource, again: Bool, detector: DetectorConfiguration,
+        ledger: StepLedger?, statistics: InputStatistics, log: Logger, _ inbox: Inbox
     ) async {
-        var ledger = StepLedger(path: ledgerPath, warn: { log.warning($0) })
-        statistics.counts.withLock { $0.today = ledger.steps }
+        var counter = StepCounter(configuration: detector, ledger: ledger)
+        statistics.record(counter)
         var reported: String?
         while !Task.isCancelled {
             do {
-                let source = try IIOAccelerometer(
-                    configuration: .init(uri: uri, device: device, rate: rate, log: { log.warning($0) }))
+                let source = try open()
                 reported = nil
                 log.notice("reading \(source.name)")
-                var detector = StepDetector(configuration: configuration)
-                var samples = 0
-                var lastSave = ContinuousClock.now
-                for try await sample in source.samples() {
-                    let before = detector.count
-                    detector.process(sample) { _ in }
-                    samples += 1
-                    let new = detector.count - before
-                    if new > 0 { ledger.add(new) }
+                counter.restart(input: source.input)
+                try await countSteps(from: source, into: &counter, log: log) {
+                    _, events, counter in
                     // Counted before the steps are posted: `status` never shows fewer steps today
                     // than a gate has been given.
-                    if samples & 63 == 0 || new > 0 {
-                        statistics.counts.withLock { $0 = (samples, detector.count, ledger.steps) }
-                    }
-                    if new > 0 { inbox.post(.steps(new)) }
-                    if new > 0 && ContinuousClock.now - lastSave > .seconds(10) {
-                        do { try ledger.save() } catch { log.warning("\(error)") }
-                        lastSave = .now
-                    }
+                    if !events.isEmpty || counter.samples & 63 == 0 { statistics.record(counter) }
+                    if !events.isEmpty { inbox.post(.steps(events.count)) }
+                    return true
                 }
-                try? ledger.save()
-                inbox.post(.inputEnded("the accelerometer stream ended"))
+                statistics.record(counter)
+                guard again else { return inbox.post(.inputEnded(nil)) }
+                if !Task.isCancelled { inbox.post(.inputEnded("the accelerometer stream ended")) }
             } catch is CancellationError {
-                try? ledger.save()
                 return
             } catch {
+                statistics.record(counter)
+                guard again else { return inbox.post(.inputEnded("\(error)")) }
                 let message = "\(error)"
                 if message != reported {
                     log.error("input: \(message); retrying every 5 s")
@@ -724,51 +611,19 @@ package final class Daemon {
             }
             try? await Task.sleep(for: .seconds(5))
         }
-        try? ledger.save()
-    }
-
-    /// Replays a recording paced to the wall clock (`speed` times real time).
-    private static func replay(
-        path: String, speed: Double, detector configuration: DetectorConfiguration,
-        statistics: InputStatistics, _ inbox: Inbox
-    ) async throws {
-        var reader = try RecordingReader(path: path)
-        var detector = StepDetector(
-            configuration: configuration,
-            input: reader.gravityIncluded ? .totalAcceleration : .linearAcceleration)
-        let start = ContinuousClock.now
-        var first: Int64?
-        var pending = 0
-        var samples = 0
-        while let sample = try reader.next() {
-            try Task.checkCancellation()
-            let origin = first ?? sample.timestamp
-            first = origin
-            let due = start + .nanoseconds(Int64(Double(sample.timestamp &- origin) / speed))
-            if due > ContinuousClock.now + .milliseconds(20) {
-                if pending > 0 {
-                    // Counted before the steps are posted: `status` never shows fewer steps
-                    // today than a gate has been given.
-                    statistics.counts.withLock { $0 = (samples, detector.count, detector.count) }
-                    inbox.post(.steps(pending))
-                    pending = 0
-                }
-                try await Task.sleep(until: due, clock: .continuous)
-            }
-            let before = detector.count
-            detector.process(sample) { _ in }
-            pending += detector.count - before
-            samples += 1
-            if samples & 255 == 0 {
-                statistics.counts.withLock { $0 = (samples, detector.count, detector.count) }
-            }
-        }
-        statistics.counts.withLock { $0 = (samples, detector.count, detector.count) }
-        if pending > 0 { inbox.post(.steps(pending)) }
     }
 }
 
 @available(*, unavailable) extension Daemon: Sendable {}
+
+/// Reaches a running ``Daemon``'s loop from another task.
+package struct DaemonHandle: Sendable {
+    fileprivate let inbox: Inbox
+    /// Stops the loop as SIGTERM does: the state is saved and ``Daemon/run()`` returns.
+    package func stop() { inbox.post(.signal(SIGTERM)) }
+    /// Re-reads the configuration file as SIGHUP does.
+    package func reload() { inbox.post(.signal(SIGHUP)) }
+}
 
 /// Signal sources that feed the loop; the signals' default actions are disabled.
 private func watchSignals(_ numbers: [Int32], _ inbox: Inbox) -> [any DispatchSourceSignal] {
