@@ -18,16 +18,19 @@ let package = Package(
         // Text output shared by the commands and the daemon: fixed-point numbers, JSON lines,
         // control characters made visible. No dependencies.
         .target(name: "Formatting"),
+        // The one strict JSON reader: exact types, no duplicate keys, errors with a key path and
+        // FILE:LINE:COLUMN; a Decoder over it for Codable types. No Foundation.
+        .target(name: "TypedJSON", dependencies: ["Formatting"]),
         // Labelled recording sets, scoring, parameter search, reports.
         .target(name: "Tuning", dependencies: ["StepDetection", "SensorInput", "Formatting"]),
         // The shared unlock policy: pure engine, config, versioned state (Foundation only).
-        .target(name: "UnlockPolicy", dependencies: ["Formatting"]),
+        .target(name: "UnlockPolicy", dependencies: ["Formatting", "TypedJSON"]),
         // The system side of files: atomic durable writes, folder checks, the policy's state file.
         .target(name: "SystemFiles", dependencies: ["UnlockPolicy"]),
         // Linux interfaces Glibc's module lacks (fanotify, adjtimex).
         .systemLibrary(name: "CLinux"),
         // Enforcers of the policy's effects, one file per shield.
-        .target(name: "Shields", dependencies: ["UnlockPolicy", "SystemFiles", "CLinux"]),
+        .target(name: "Shields", dependencies: ["UnlockPolicy", "SystemFiles", "TypedJSON", "CLinux"]),
         // The live pipeline: the event loop, the control socket, timers and the input, with the
         // clock, the shields, the socket and the sample source injected.
         .target(
@@ -51,12 +54,15 @@ let package = Package(
         .testTarget(name: "StepDetectionTests", dependencies: ["StepDetection", "StepGateTestSupport"]),
         .testTarget(name: "SensorInputTests", dependencies: ["SensorInput", "StepGateTestSupport"]),
         .testTarget(
-            name: "UnlockPolicyTests", dependencies: ["UnlockPolicy", "SystemFiles", "StepGateTestSupport"],
+            name: "UnlockPolicyTests",
+            dependencies: ["UnlockPolicy", "SystemFiles", "TypedJSON", "StepGateTestSupport"],
             resources: [.copy("Scenarios")]),
         .testTarget(
-            name: "SystemFilesTests", dependencies: ["SystemFiles", "UnlockPolicy", "StepGateTestSupport"]),
+            name: "SystemFilesTests",
+            dependencies: ["SystemFiles", "UnlockPolicy", "TypedJSON", "StepGateTestSupport"]),
         .testTarget(
-            name: "ShieldsTests", dependencies: ["Shields", "UnlockPolicy", "StepGateTestSupport", "CLinux"]),
+            name: "ShieldsTests",
+            dependencies: ["Shields", "UnlockPolicy", "TypedJSON", "StepGateTestSupport", "CLinux"]),
         .testTarget(
             name: "TuningTests",
             dependencies: ["Tuning", "StepDetection", "SensorInput", "StepGateTestSupport"]),
@@ -71,7 +77,7 @@ let package = Package(
             dependencies: [
                 "StepGateCLI", "StepGateDaemon", "StepGateTestSupport", "stepgate", "SensorInput",
                 "StepDetection",
-                "Tuning", "UnlockPolicy", "Shields", "Formatting", "CLinux",
+                "Tuning", "UnlockPolicy", "Shields", "Formatting", "TypedJSON", "CLinux",
             ]
         ),
     ],

@@ -1,5 +1,6 @@
 import Foundation
 import SystemFiles
+import TypedJSON
 import UnlockPolicy
 
 /// The browsers' managed policies that keep DNS over HTTPS off, so a blocked domain cannot be

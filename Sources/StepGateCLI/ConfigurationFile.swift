@@ -4,6 +4,7 @@ import StepDetection
 import StepGateDaemon
 import SystemFiles
 import Tuning
+import TypedJSON
 import UnlockPolicy
 
 /// Loads a detector configuration from JSON.

@@ -2,6 +2,7 @@ import Formatting
 import Foundation
 import StepGateDaemon
 import SystemFiles
+import TypedJSON
 import UnlockPolicy
 
 /// `stepgate simulate`: runs a scripted scenario through the unlock policy.

@@ -6,6 +6,7 @@ import StepGateDaemon
 import Synchronization
 import SystemFiles
 import Tuning
+import TypedJSON
 import UnlockPolicy
 
 /// `stepgate tune`: searches detector configurations on labelled recordings.

@@ -3,6 +3,7 @@ import Foundation
 package import Shields
 package import StepDetection
 import SystemFiles
+package import TypedJSON
 package import UnlockPolicy
 
 /// The daemon's one configuration file: detector, policy, input, shields, paths.

@@ -1,4 +1,5 @@
 public import Foundation
+public import TypedJSON
 
 /// Errors in the policy configuration name the JSON path of the offending value, e.g.
 /// `stores.games.schedules[1].start: expected "HH:MM", found "25:00"`.

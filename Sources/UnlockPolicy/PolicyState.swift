@@ -1,4 +1,5 @@
 public import Foundation
+import TypedJSON
 
 /// A window of elapsed time: an unlock, a manual lock or an emergency unlock.
 ///

@@ -1,4 +1,5 @@
 import Foundation
+import TypedJSON
 
 /// A problem with a scenario script line, or an `expect` that did not hold.
 public struct ScenarioError: Error, Hashable, Sendable, CustomStringConvertible {

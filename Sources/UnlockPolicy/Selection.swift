@@ -1,3 +1,5 @@
+import TypedJSON
+
 /// What a shield blocks: executables, desktop-entry categories, systemd units, web domains and
 /// named hooks. Each list is kept sorted and free of duplicates.
 ///

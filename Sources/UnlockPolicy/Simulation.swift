@@ -1,4 +1,5 @@
 public import Foundation
+import TypedJSON
 
 /// One effect the simulator carried out, with the simulated time it happened.
 public struct PolicyRecord: Sendable, Hashable {

@@ -1,6 +1,7 @@
 import Foundation
 import StepGateTestSupport
 import Testing
+import TypedJSON
 
 /// A daemon started for a test, with its files in a temporary folder.
 final class TestDaemon {

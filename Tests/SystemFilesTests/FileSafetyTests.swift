@@ -2,6 +2,7 @@ import Foundation
 import StepGateTestSupport
 import Synchronization
 import Testing
+import TypedJSON
 import UnlockPolicy
 
 @testable import SystemFiles

@@ -1,6 +1,7 @@
 import Foundation
 import StepGateTestSupport
 import Testing
+import TypedJSON
 
 @testable import SystemFiles
 @testable import UnlockPolicy

@@ -1,4 +1,5 @@
 import Testing
+import TypedJSON
 import UnlockPolicy
 
 @Suite("Strict JSON")

@@ -45,7 +45,7 @@ package enum JSONValue: Sendable, Hashable {
     }
 
     /// A short name of the value's type, for error messages.
-    var typeName: String {
+    package var typeName: String {
         switch self {
         case .null: "null"
         case .bool: "a boolean"
@@ -83,7 +83,7 @@ public struct JSONPathError: Error, Hashable, Sendable, CustomStringConvertible 
 
 extension JSONValue {
     /// Parses one JSON document; trailing non-space text is an error.
-    static func parse(_ text: String) throws(JSONPathError) -> JSONValue {
+    package static func parse(_ text: String) throws(JSONPathError) -> JSONValue {
         var parser = JSONParser(bytes: Array(text.utf8))
         return try parser.document()
     }
@@ -384,17 +384,17 @@ extension JSONValue {
         }
     }
 
-    static func writeString(_ s: String, to out: inout String) { appendJSONString(s, to: &out) }
+    package static func writeString(_ s: String, to out: inout String) { appendJSONString(s, to: &out) }
 }
 
 // MARK: - Reading objects with paths
 
 /// Reads the members of one JSON object, tracking its path and rejecting unknown keys.
-struct JSONObjectReader {
-    let path: String
+package struct JSONObjectReader {
+    package let path: String
     private let members: [String: JSONValue]
 
-    init(_ value: JSONValue, path: String) throws(JSONPathError) {
+    package init(_ value: JSONValue, path: String) throws(JSONPathError) {
         guard case .object(let list) = value else {
             throw JSONPathError(path: path, message: "expected an object, found \(value.typeName)")
         }
@@ -404,12 +404,12 @@ struct JSONObjectReader {
         self.members = members
     }
 
-    var keys: [String] { members.keys.sorted() }
+    package var keys: [String] { members.keys.sorted() }
 
-    func childPath(_ key: String) -> String { path.isEmpty ? key : "\(path).\(key)" }
+    package func childPath(_ key: String) -> String { path.isEmpty ? key : "\(path).\(key)" }
 
     /// Fails on any key outside `allowed`, naming the first unknown one and the allowed set.
-    func rejectUnknownKeys(allowed: [String]) throws(JSONPathError) {
+    package func rejectUnknownKeys(allowed: [String]) throws(JSONPathError) {
         for key in keys where !allowed.contains(key) {
             throw JSONPathError(
                 path: childPath(key),
@@ -419,40 +419,40 @@ struct JSONObjectReader {
     }
 
     /// Whether the key is present, even with a `null` value.
-    func has(_ key: String) -> Bool { members[key] != nil }
+    package func has(_ key: String) -> Bool { members[key] != nil }
 
-    func value(_ key: String) -> JSONValue? {
+    package func value(_ key: String) -> JSONValue? {
         guard let value = members[key] else { return nil }
         if case .null = value { return nil }
         return value
     }
 
-    func require(_ key: String) throws(JSONPathError) -> JSONValue {
+    package func require(_ key: String) throws(JSONPathError) -> JSONValue {
         guard let value = value(key) else {
             throw JSONPathError(path: childPath(key), message: "missing required key")
         }
         return value
     }
 
-    func string(_ key: String) throws(JSONPathError) -> String {
+    package func string(_ key: String) throws(JSONPathError) -> String {
         try JSONObjectReader.string(try require(key), path: childPath(key))
     }
 
-    func optionalString(_ key: String) throws(JSONPathError) -> String? {
+    package func optionalString(_ key: String) throws(JSONPathError) -> String? {
         guard let value = value(key) else { return nil }
         return try JSONObjectReader.string(value, path: childPath(key))
     }
 
-    func int(_ key: String, minimum: Int = Int.min) throws(JSONPathError) -> Int {
+    package func int(_ key: String, minimum: Int = Int.min) throws(JSONPathError) -> Int {
         try JSONObjectReader.int(try require(key), path: childPath(key), minimum: minimum)
     }
 
-    func optionalInt(_ key: String, minimum: Int = Int.min) throws(JSONPathError) -> Int? {
+    package func optionalInt(_ key: String, minimum: Int = Int.min) throws(JSONPathError) -> Int? {
         guard let value = value(key) else { return nil }
         return try JSONObjectReader.int(value, path: childPath(key), minimum: minimum)
     }
 
-    func double(_ key: String) throws(JSONPathError) -> Double {
+    package func double(_ key: String) throws(JSONPathError) -> Double {
         let value = try require(key)
         guard case .number(let d, _) = value else {
             throw JSONPathError(path: childPath(key), message: "expected a number, found \(value.typeName)")
@@ -460,7 +460,7 @@ struct JSONObjectReader {
         return d
     }
 
-    func bool(_ key: String) throws(JSONPathError) -> Bool? {
+    package func bool(_ key: String) throws(JSONPathError) -> Bool? {
         guard let value = value(key) else { return nil }
         guard case .bool(let b) = value else {
             throw JSONPathError(path: childPath(key), message: "expected a boolean, found \(value.typeName)")
@@ -468,17 +468,17 @@ struct JSONObjectReader {
         return b
     }
 
-    func object(_ key: String) throws(JSONPathError) -> JSONObjectReader {
+    package func object(_ key: String) throws(JSONPathError) -> JSONObjectReader {
         try JSONObjectReader(try require(key), path: childPath(key))
     }
 
-    func optionalObject(_ key: String) throws(JSONPathError) -> JSONObjectReader? {
+    package func optionalObject(_ key: String) throws(JSONPathError) -> JSONObjectReader? {
         guard let value = value(key) else { return nil }
         return try JSONObjectReader(value, path: childPath(key))
     }
 
     /// The elements of an array member with their paths; a missing key reads as empty.
-    func array(_ key: String) throws(JSONPathError) -> [(JSONValue, String)] {
+    package func array(_ key: String) throws(JSONPathError) -> [(JSONValue, String)] {
         guard let value = value(key) else { return [] }
         guard case .array(let elements) = value else {
             throw JSONPathError(path: childPath(key), message: "expected an array, found \(value.typeName)")
@@ -486,7 +486,7 @@ struct JSONObjectReader {
         return elements.enumerated().map { ($1, "\(childPath(key))[\($0)]") }
     }
 
-    func stringArray(_ key: String) throws(JSONPathError) -> [String] {
+    package func stringArray(_ key: String) throws(JSONPathError) -> [String] {
         var result: [String] = []
         for (element, path) in try array(key) {
             result.append(try JSONObjectReader.string(element, path: path))
@@ -494,14 +494,16 @@ struct JSONObjectReader {
         return result
     }
 
-    static func string(_ value: JSONValue, path: String) throws(JSONPathError) -> String {
+    package static func string(_ value: JSONValue, path: String) throws(JSONPathError) -> String {
         guard case .string(let s) = value else {
             throw JSONPathError(path: path, message: "expected a string, found \(value.typeName)")
         }
         return s
     }
 
-    static func int(_ value: JSONValue, path: String, minimum: Int = Int.min) throws(JSONPathError) -> Int {
+    package static func int(_ value: JSONValue, path: String, minimum: Int = Int.min) throws(JSONPathError)
+        -> Int
+    {
         guard case .number(let d, let isInteger) = value, isInteger else {
             throw JSONPathError(path: path, message: "expected an integer, found \(value.excerpt)")
         }
