@@ -1,22 +1,22 @@
-#!/bin/sh
+#!/usr/bin/env bash
 # Fuzz the control socket's request decoder, and the policy engine behind it, with libFuzzer.
 #
 #   Fuzz/run-control.sh [SECONDS]      (default 60)
 #
-# Builds Sources/UnlockPolicy (with Sources/Formatting) + the decoder (Sources/StepGateDaemon/ControlCommand.swift) +
+# Builds Sources/UnlockPolicy (with Formatting and TypedJSON built as modules, Fuzz/modules.sh) + the decoder (Sources/StepGateDaemon/ControlCommand.swift) +
 # Fuzz/ControlFuzz.swift with -sanitize=fuzzer,address into .build/control-fuzz, seeds a corpus in
 # fuzz-out/control-corpus with one request of each kind, and runs for SECONDS. Crashes land in
 # fuzz-out/.
-set -eu
+set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds="${1:-60}"
 out=fuzz-out
 corpus="$out/control-corpus"
 mkdir -p .build "$corpus"
 
-swiftc -sanitize=fuzzer,address -parse-as-library -O -package-name stepgate -module-name ControlFuzz -D CONTROL_FUZZ \
-    Sources/UnlockPolicy/*.swift Sources/Formatting/*.swift Sources/StepGateDaemon/ControlCommand.swift Fuzz/ControlFuzz.swift \
-    -o .build/control-fuzz
+source Fuzz/modules.sh
+swiftc "${fuzz_flags[@]}" "${module_flags[@]}" -module-name ControlFuzz -D CONTROL_FUZZ \
+    Sources/UnlockPolicy/*.swift Sources/StepGateDaemon/ControlCommand.swift Fuzz/ControlFuzz.swift "${module_objects[@]}" -o .build/control-fuzz
 
 i=0
 while IFS= read -r line; do

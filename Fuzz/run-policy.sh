@@ -1,20 +1,21 @@
-#!/bin/sh
+#!/usr/bin/env bash
 # Fuzz the policy's configuration and state-file parsers with libFuzzer.
 #
 #   Fuzz/run-policy.sh [SECONDS]      (default 60)
 #
-# Builds Sources/UnlockPolicy (with Sources/Formatting) + Fuzz/PolicyFuzz.swift with -sanitize=fuzzer,address into
+# Builds Sources/UnlockPolicy (with Formatting and TypedJSON built as modules, Fuzz/modules.sh) + Fuzz/PolicyFuzz.swift with -sanitize=fuzzer,address into
 # .build/policy-fuzz, seeds a corpus in fuzz-out/policy-corpus from the sample and scenario
 # configurations and a state file, and runs for SECONDS. Crashes land in fuzz-out/.
-set -eu
+set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds="${1:-60}"
 out=fuzz-out
 corpus="$out/policy-corpus"
 mkdir -p .build "$corpus"
 
-swiftc -sanitize=fuzzer,address -parse-as-library -O -package-name stepgate -module-name PolicyFuzz \
-    Sources/UnlockPolicy/*.swift Sources/Formatting/*.swift Fuzz/PolicyFuzz.swift -o .build/policy-fuzz
+source Fuzz/modules.sh
+swiftc "${fuzz_flags[@]}" "${module_flags[@]}" -module-name PolicyFuzz \
+    Sources/UnlockPolicy/*.swift Fuzz/PolicyFuzz.swift "${module_objects[@]}" -o .build/policy-fuzz
 
 cp samples/policy.example.json "$corpus/" 2>/dev/null || true
 for f in Tests/UnlockPolicyTests/Scenarios/configs/*.json; do cp "$f" "$corpus/config-$(basename "$f")"; done

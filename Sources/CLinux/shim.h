@@ -75,3 +75,11 @@ static inline long stepgate_receive_with_fds(int sock, char *buffer, size_t size
 // A network namespace of the calling thread's own (tests of the nftables shield).
 extern int unshare(int flags);
 static inline int stepgate_unshare_network(void) { return unshare(0x40000000); /* CLONE_NEWNET */ }
+
+#include <sys/resource.h>
+#include <sys/syscall.h>
+
+// Sets the calling thread's nice value (Linux keeps one per thread); 0 on success.
+static inline int stepgate_set_thread_nice(int nice) {
+    return setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), nice);
+}

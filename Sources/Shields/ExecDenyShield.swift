@@ -16,7 +16,10 @@ public import UnlockPolicy
 ///
 /// Only the selected programs' inodes are marked — not mounts or filesystems — so unrelated
 /// programs generate no events at all and cost nothing, and a bug here can only ever delay
-/// the shielded programs. A dedicated thread answers every permission event at once. If
+/// the shielded programs. Dedicated threads (``responderCount``, at a raised priority, so a
+/// user flooding the machine with opens or busy processes does not starve them) answer every
+/// permission event at once. The group's queue is unlimited: a full queue would make the kernel
+/// let an open through unanswered, and a user can block as many opens as they have tasks. If
 /// StepGate dies, the kernel closes the fanotify group and allows everything.
 ///
 /// Programs are matched by their resolved path (symlinks followed; a bare name is looked up on
@@ -39,7 +42,10 @@ public final class ExecDenyShield: Shield {
     private var marked: [FileID: String] = [:]
     /// What the responder thread denies; shared with it.
     private let denied: Denied
-    private var responder: Thread?
+    private var responders: [Thread] = []
+    /// How many threads answer permission events. A shielded file opened by many tasks at once
+    /// (a flood meant to delay root's or an admin's open) is answered this many at a time.
+    static let responderCount = 3
     /// Watches the folders of shielded files; see ``onChange``.
     private let watcher: FolderWatcher?
     /// The files each shielded store stands for, from the last recheck.
@@ -65,7 +71,9 @@ public final class ExecDenyShield: Shield {
 
     final class Denied: Sendable {
         let files = Mutex<[FileID: String]>([:])
-        let counters = Mutex<(allowed: Int, denied: Int)>((0, 0))
+        let counters = Mutex<(allowed: Int, denied: Int, overflows: Int)>((0, 0, 0))
+        /// Queue overflows already reported by a recheck.
+        let reportedOverflows = Atomic<Int>(0)
         let stopped = Atomic<Bool>(false)
         /// Whether permission events are answered yet: an adopted group's queued events wait
         /// (the openers blocked) until the new owner has decided what is shielded.
@@ -129,14 +137,14 @@ public final class ExecDenyShield: Shield {
             reaper = Reaper(privilegedGroup: privilegedGroup, grace: gracePeriod)
             denied.answering.store(false, ordering: .relaxed)
             watcher = FolderWatcher()
-            let thread = Thread { [group, denied] in ExecDenyShield.respond(group: group, denied: denied) }
-            thread.name = "stepgate-exec-deny"
-            thread.start()
-            responder = thread
+            responders = Self.startResponders(group: group, denied: denied)
             return
         }
+        // FAN_UNLIMITED_QUEUE: with the default limit (16,384 events) a user who blocks that many
+        // opens at once makes the kernel allow the next ones unanswered.
         let fd = fanotify_init(
-            UInt32(FAN_CLASS_CONTENT | FAN_CLOEXEC | FAN_NONBLOCK), UInt32(O_RDONLY | O_CLOEXEC))
+            UInt32(FAN_CLASS_CONTENT | FAN_CLOEXEC | FAN_NONBLOCK | FAN_UNLIMITED_QUEUE),
+            UInt32(O_RDONLY | O_CLOEXEC))
         guard fd >= 0 else {
             let code = errno
             switch code {
@@ -158,19 +166,23 @@ public final class ExecDenyShield: Shield {
         denied = Denied(privilegedGroup: privilegedGroup)
         reaper = Reaper(privilegedGroup: privilegedGroup, grace: gracePeriod)
         watcher = FolderWatcher()
-        let thread = Thread { [group, denied] in
-            ExecDenyShield.respond(group: group, denied: denied)
+        responders = Self.startResponders(group: group, denied: denied)
+    }
+
+    private static func startResponders(group: Int32, denied: Denied) -> [Thread] {
+        (0..<responderCount).map { index in
+            let thread = Thread { ExecDenyShield.respond(group: group, denied: denied) }
+            thread.name = "stepgate-exec-deny-\(index)"
+            thread.start()
+            return thread
         }
-        thread.name = "stepgate-exec-deny"
-        thread.start()
-        responder = thread
     }
 
     deinit {
         denied.stopped.store(true, ordering: .relaxed)
-        // The responder polls with a short timeout and closes nothing; wait for it briefly.
+        // The responders poll with a short timeout and close nothing; wait for them briefly.
         var waited = 0
-        while responder?.isFinished == false && waited < 100 {
+        while responders.contains(where: { !$0.isFinished }) && waited < 100 {
             usleep(5000)
             waited += 1
         }
@@ -192,6 +204,10 @@ public final class ExecDenyShield: Shield {
     /// previous instance left on files no longer shielded are then simply allowed.
     public func startAnswering() { denied.answering.store(true, ordering: .relaxed) }
 
+    /// Stops answering until ``startAnswering()``: opens of shielded files wait in the queue (for
+    /// tests of what a full queue does).
+    func holdEvents() { denied.answering.store(false, ordering: .relaxed) }
+
     static func isFanotifyGroup(_ fd: Int32) -> Bool {
         var buffer = [CChar](repeating: 0, count: 64)
         let length = readlink("/proc/self/fd/\(fd)", &buffer, buffer.count - 1)
@@ -201,7 +217,7 @@ public final class ExecDenyShield: Shield {
     }
 
     /// Permission events answered so far: allowed and denied.
-    public var answered: (allowed: Int, denied: Int) { denied.counters.withLock { $0 } }
+    public var answered: (allowed: Int, denied: Int) { denied.counters.withLock { ($0.allowed, $0.denied) } }
 
     public func apply(_ selection: [Target], context: ShieldContext) throws(ShieldError) {
         var storeTargets = targets[context.store] ?? []
@@ -286,8 +302,16 @@ public final class ExecDenyShield: Shield {
     /// Re-resolves and re-marks every shielded target (see ``refresh()``); returns the problems
     /// per store (empty when every shielded file is marked).
     public func recheck() -> [String: ShieldError] {
-        let problems = remark()
+        var problems = remark()
         actOnRunningPrograms()
+        let overflows = denied.counters.withLock { $0.overflows }
+        if overflows > denied.reportedOverflows.exchange(overflows, ordering: .relaxed) {
+            for store in targets.keys where problems[store] == nil {
+                problems[store] = ShieldError(
+                    shield: name,
+                    message: "the kernel's fanotify queue overflowed: opens may have gone through unanswered")
+            }
+        }
         return problems
     }
 
@@ -463,6 +487,9 @@ public final class ExecDenyShield: Shield {
 
     /// The responder loop: answer every permission event, deny shielded files.
     private static func respond(group: Int32, denied: Denied) {
+        // Above the gated users' processes (best effort: nice -10 for this thread), so a flood
+        // of busy tasks does not hold up the answers root's and the admins' opens wait for.
+        _ = stepgate_set_thread_nice(-10)
         let size = 4096
         let buffer = UnsafeMutableRawPointer.allocate(byteCount: size, alignment: 8)
         defer { buffer.deallocate() }
@@ -481,6 +508,10 @@ public final class ExecDenyShield: Shield {
             while offset + header <= length {
                 let event = buffer.load(fromByteOffset: offset, as: fanotify_event_metadata.self)
                 if event.event_len < UInt32(header) { break }
+                if event.fd < 0 && event.mask & UInt64(FAN_Q_OVERFLOW) != 0 {
+                    // Cannot happen with an unlimited queue; if it does, say so (see recheck).
+                    denied.counters.withLock { $0.overflows += 1 }
+                }
                 if event.fd >= 0 {
                     var verdict = UInt32(FAN_ALLOW)
                     var info = stat()

@@ -10,8 +10,8 @@ enum ControlDefaults {
 }
 
 /// Sends a request; prints the daemon's answer (JSON with --json) and fails when it refused.
-func sendControl(_ request: [String: Any], socket: String, json: Bool) throws {
-    let answer = try ControlClient.send(request, socket: socket)
+func sendControl(_ command: ControlCommand, socket: String, json: Bool) throws {
+    let answer = try ControlClient.send(command, socket: socket)
     if json {
         let data = try JSONSerialization.data(withJSONObject: answer, options: [.sortedKeys])
         print(String(decoding: data, as: UTF8.self))

@@ -37,12 +37,13 @@ struct ExecGuard: Command {
         let answer: [String: Any]
         do {
             // Resolved here, by the client: the daemon never touches a path a client sends.
-            var request = ["command": "check", "executable": path]
+            var resolved: String?
             if let real = realpath(path, nil) {
-                request["resolved"] = String(cString: real)
+                resolved = String(cString: real)
                 free(real)
             }
-            answer = try ControlClient.send(request, socket: socket, timeout: 10)
+            answer = try ControlClient.send(
+                .check(executable: path, resolved: resolved), socket: socket, timeout: 10)
         } catch {
             printError("StepGate: \(error)\nNot starting \(program): the guard fails closed.")
             throw ExitCode(126)

@@ -50,8 +50,7 @@ struct LiftShields: Command {
             problems.append("\(error); using the default places")
             settings = Settings()
         }
-        if (try? ControlClient.send(["command": "status"], socket: settings.controlSocket, timeout: 5)) != nil
-        {
+        if (try? ControlClient.send(.status, socket: settings.controlSocket, timeout: 5)) != nil {
             throw ControlSocketError(
                 message:
                     "a daemon answers on \(settings.controlSocket); stop it first (systemctl stop stepgate)")

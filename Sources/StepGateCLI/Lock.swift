@@ -34,6 +34,6 @@ struct Lock: Command {
     }
 
     func run() async throws {
-        try sendControl(["command": "lock", "store": store, "minutes": minutes], socket: socket, json: json)
+        try sendControl(.lock(store: store, minutes: minutes), socket: socket, json: json)
     }
 }

@@ -21,6 +21,6 @@ struct Reload: Command {
     }
 
     func run() async throws {
-        try sendControl(["command": "reload"], socket: socket, json: json)
+        try sendControl(.reload, socket: socket, json: json)
     }
 }

@@ -29,8 +29,6 @@ struct Skip: Command {
     }
 
     func run() async throws {
-        var request: [String: Any] = ["command": "skip", "schedule": schedule]
-        if let occurrence { request["occurrence"] = occurrence }
-        try sendControl(request, socket: socket, json: json)
+        try sendControl(.skip(schedule: schedule, occurrence: occurrence), socket: socket, json: json)
     }
 }

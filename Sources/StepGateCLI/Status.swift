@@ -22,7 +22,7 @@ struct Status: Command {
     }
 
     func run() async throws {
-        let answer = try ControlClient.send(["command": "status"], socket: socket)
+        let answer = try ControlClient.send(.status, socket: socket)
         if json {
             let data = try JSONSerialization.data(withJSONObject: answer, options: [.sortedKeys])
             print(visibleJSON(String(decoding: data, as: UTF8.self)))

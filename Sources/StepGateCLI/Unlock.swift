@@ -30,6 +30,6 @@ struct Unlock: Command {
     }
 
     func run() async throws {
-        try sendControl(["command": "emergency", "store": store], socket: socket, json: json)
+        try sendControl(.emergency(store: store), socket: socket, json: json)
     }
 }

@@ -58,7 +58,7 @@ package enum ControlClient {
     }
 
     /// Sends `request` and returns the answer object.
-    package static func send(_ request: [String: Any], socket path: String, timeout: Double = 35) throws
+    package static func send(_ command: ControlCommand, socket path: String, timeout: Double = 35) throws
         -> [String:
         Any]
     {
@@ -98,8 +98,7 @@ package enum ControlClient {
         if let refusal = ControlClient.refusal(serverUID: server.uid, clientUID: getuid(), path: path) {
             throw ControlSocketError(message: refusal)
         }
-        let data = try JSONSerialization.data(withJSONObject: request)
-        sendLine(fd, String(decoding: data, as: UTF8.self))
+        sendLine(fd, command.requestLine)
         guard let line = readLine(fd),
             let answer = (try? JSONSerialization.jsonObject(with: Data(line.utf8))) as? [String: Any]
         else {

@@ -3,6 +3,9 @@ import Foundation
 #if canImport(UnlockPolicy)
     package import UnlockPolicy
 #endif
+#if canImport(TypedJSON)
+    import TypedJSON
+#endif
 
 /// A control socket error: what failed and why (the message goes back to the client).
 package struct ControlSocketError: Error, CustomStringConvertible {
@@ -51,23 +54,27 @@ package enum ControlCommand: Sendable, Equatable {
         }
     #endif
 
-    /// Reads one request line: a JSON object with a string `command` and the members it takes.
+    /// Reads one request line: a JSON object with a string `command` and the members it takes,
+    /// by the strict reader every StepGate file goes through (a `1` is a number, never `true`).
     package static func decode(_ line: [UInt8]) -> Result<ControlCommand, ControlSocketError> {
-        let object: Any
+        let document: JSONValue
         do {
-            object = try JSONSerialization.jsonObject(with: Data(line))
+            document = try JSONValue.parse(bytes: line)
         } catch {
             return .failure(ControlSocketError(message: "expected one JSON request line"))
         }
-        guard let members = object as? [String: Any], let name = members["command"] as? String else {
+        guard case .object(let list) = document,
+            let nameValue = list.first(where: { $0.0 == "command" })?.1, case .string(let name) = nameValue
+        else {
             return .failure(ControlSocketError(message: #"expected a JSON object with a "command""#))
         }
+        let members = Dictionary(list, uniquingKeysWith: { first, _ in first })
         func text(_ key: String, required: Bool = true) throws(ControlSocketError) -> String? {
             guard let value = members[key] else {
                 if required { throw ControlSocketError(message: "\(name) needs \"\(key)\"") }
                 return nil
             }
-            guard let string = value as? String, !string.isEmpty, string.utf8.count <= maximumText else {
+            guard case .string(let string) = value, !string.isEmpty, string.utf8.count <= maximumText else {
                 throw ControlSocketError(
                     message: "\(name): \"\(key)\" must be a non-empty string of at most \(maximumText) bytes")
             }
@@ -87,14 +94,14 @@ package enum ControlCommand: Sendable, Equatable {
                 let value = members["minutes"]
                 let minutes: Double? =
                     switch value {
-                    case let number as NSNumber where !(value is Bool): number.doubleValue
-                    case let string as String: Double(string)
+                    case .number(let number, _): number
+                    case .string(let string): Double(string)
                     default: nil
                     }
                 guard let minutes, minutes.isFinite, minutes > 0, minutes <= maximumLockMinutes else {
                     throw ControlSocketError(
                         message: "lock: \"minutes\" must be a number greater than 0 and at most "
-                            + "\(Int(maximumLockMinutes)) (366 days), found \(value.map { "\($0)" } ?? "nothing")"
+                            + "\(Int(maximumLockMinutes)) (366 days), found \(value.map(\.excerpt) ?? "nothing")"
                     )
                 }
                 return .success(.lock(store: store, minutes: minutes))
@@ -110,5 +117,29 @@ package enum ControlCommand: Sendable, Equatable {
         } catch {
             return .failure(error)
         }
+    }
+
+    /// The request line a client sends for this command: what ``decode(_:)`` reads back.
+    package var requestLine: String {
+        var members: [(String, JSONValue)]
+        switch self {
+        case .ping: members = [("command", .string("ping"))]
+        case .status: members = [("command", .string("status"))]
+        case .reload: members = [("command", .string("reload"))]
+        case .check(let executable, let resolved):
+            members = [("command", .string("check")), ("executable", .string(executable))]
+            if let resolved { members.append(("resolved", .string(resolved))) }
+        case .lock(let store, let minutes):
+            members = [
+                ("command", .string("lock")), ("store", .string(store)),
+                ("minutes", .number(minutes, isInteger: minutes == minutes.rounded())),
+            ]
+        case .skip(let schedule, let occurrence):
+            members = [("command", .string("skip")), ("schedule", .string(schedule))]
+            if let occurrence { members.append(("occurrence", .string(occurrence))) }
+        case .emergency(let store):
+            members = [("command", .string("emergency")), ("store", .string(store))]
+        }
+        return JSONValue.object(members).serialized()
     }
 }

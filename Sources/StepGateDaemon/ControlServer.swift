@@ -98,7 +98,7 @@ package final class ControlServer: Sendable {
             try? FileManager.default.createDirectory(
                 atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o755])
         }
-        if (try? ControlClient.send(["command": "ping"], socket: path, timeout: 1)) != nil {
+        if (try? ControlClient.send(.ping, socket: path, timeout: 1)) != nil {
             throw ControlSocketError(message: "another StepGate daemon is already serving \(path)")
         }
         unlink(path)

@@ -137,6 +137,51 @@ struct ExecDenyShieldTests {
         #expect(try asNobody("cat '\(program)' > /dev/null").status == 0)
     }
 
+    /// A full kernel queue lets an open through unanswered: a gated user who blocks more opens
+    /// at once than the queue holds must still be refused every one of them. The queue limit is
+    /// lowered to 64 for this test (it is read when the group is made), and the answers are held
+    /// while 200 opens queue up.
+    @Test(
+        .enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/setpriv"), "needs setpriv"),
+        .enabled(
+            if: access("/proc/sys/fs/fanotify/max_queued_events", W_OK) == 0,
+            "needs a writable fanotify queue limit"))
+    func aFloodOfOpensNeverOverflowsIntoAnAllowedOne() throws {
+        chmod(folder.path, 0o755)
+        let limitFile = "/proc/sys/fs/fanotify/max_queued_events"
+        let saved = try String(contentsOfFile: limitFile, encoding: .utf8)
+        try "64\n".write(toFile: limitFile, atomically: false, encoding: .utf8)
+        let shield: ExecDenyShield
+        do {
+            defer { try? saved.write(toFile: limitFile, atomically: false, encoding: .utf8) }
+            shield = try ExecDenyShield()
+        }
+        let info = try String(contentsOfFile: "/proc/self/fdinfo/\(shield.groupDescriptor)", encoding: .utf8)
+        let flags = info.split(separator: "\n").first { $0.hasPrefix("fanotify flags:") }
+            .flatMap { $0.split(separator: " ").dropFirst().first?.split(separator: ":").last }
+            .flatMap { UInt32($0, radix: 16) }
+        #expect(flags.map { $0 & UInt32(FAN_UNLIMITED_QUEUE) != 0 } == true, "\(info)")
+
+        try shield.apply([Target(kind: .executable, value: program)], context: ShieldContext(store: "games"))
+        shield.holdEvents()
+        // xargs waits for its children with waitpid: no shell job control, whose SIGCHLD the
+        // test runner's threads may keep blocked.
+        let result = Mutex<ProcessResult?>(nil)
+        let flood = Thread {
+            let outcome = try? asNobody(
+                "seq 200 | xargs -P 200 -I{} sh -c \"cat '\(program)' > /dev/null 2>&1 && echo OPENED\"")
+            result.withLock { $0 = outcome }
+        }
+        flood.start()
+        Thread.sleep(forTimeInterval: 2)  // the opens queue up, unanswered
+        shield.startAnswering()
+        while !flood.isFinished { Thread.sleep(forTimeInterval: 0.05) }
+        let text = try #require(result.withLock { $0 }).standardOutput
+        let opened = text.split(separator: "\n").filter { $0 == "OPENED" }.count
+        #expect(opened == 0, "\(opened) of 200 opens went through while shielded")
+        #expect(shield.recheck().isEmpty, "no overflow to report")
+    }
+
     /// The admin group passes the open check (the store's own admins maintain the program).
     @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/setpriv"), "needs setpriv"))
     func theAdminGroupMayReadTheShieldedFile() throws {

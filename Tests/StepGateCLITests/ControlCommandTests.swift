@@ -16,6 +16,8 @@ struct ControlCommandTests {
         (#"{"command":"ping"}"#, .ping),
         (#"{"command":"reload"}"#, .reload),
         (#"{"command":"lock","store":"games","minutes":120}"#, .lock(store: "games", minutes: 120)),
+        // A 1 is a number: a reader that takes it for `true` refused a one-minute lock.
+        (#"{"command":"lock","store":"games","minutes":1}"#, .lock(store: "games", minutes: 1)),
         (#"{"command":"lock","store":"games","minutes":"0.5"}"#, .lock(store: "games", minutes: 0.5)),
         (#"{"command":"skip","schedule":"night"}"#, .skip(schedule: "night", occurrence: nil)),
         (
@@ -32,11 +34,23 @@ struct ControlCommandTests {
         #expect(try decode(line).get() == expected)
     }
 
+    /// The client sends what the server reads: every command survives the trip.
+    @Test(arguments: [
+        ControlCommand.status, .ping, .reload, .lock(store: "games", minutes: 1),
+        .lock(store: "g", minutes: 0.5),
+        .skip(schedule: "night", occurrence: nil), .skip(schedule: "night", occurrence: "2026-11-30"),
+        .emergency(store: "games \"quoted\" \u{1B}"), .check(executable: "/usr/games/x", resolved: "/opt/x"),
+        .check(executable: "x", resolved: nil),
+    ])
+    func theClientsRequestLineDecodesToTheSameCommand(command: ControlCommand) throws {
+        #expect(try decode(command.requestLine).get() == command)
+    }
+
     @Test(arguments: [
         (#"{"command":"lock","store":"games","minutes":1e300}"#, "at most 527040"),
         (#"{"command":"lock","store":"games","minutes":-5}"#, "greater than 0"),
         (#"{"command":"lock","store":"games","minutes":0}"#, "greater than 0"),
-        (#"{"command":"lock","store":"games","minutes":"nan"}"#, "found nan"),
+        (#"{"command":"lock","store":"games","minutes":"nan"}"#, #"found "nan""#),
         (#"{"command":"lock","store":"games","minutes":true}"#, "must be a number"),
         (#"{"command":"lock","store":"games"}"#, "found nothing"),
         (#"{"command":"lock","minutes":5}"#, #"lock needs "store""#),
