@@ -56,6 +56,9 @@ public struct StepDetector: Sendable {
     @usableFromInline var lastFiltered: Float = 0
     /// Recent filtered values, for the gate's periodicity tests.
     @usableFromInline var history: SignalHistory
+    /// Footfall impacts against the step band, for the gate's confirmation.
+    @usableFromInline var impact: ImpactMeter
+    @usableFromInline let measuresImpact: Bool
 
     /// Steps counted so far.
     public var count: Int { stepCount }
@@ -96,7 +99,10 @@ public struct StepDetector: Sendable {
             shortBoutCorrelation: configuration.shortBoutCorrelation,
             longChainCorrelation: configuration.longChainCorrelation, resumeTime: configuration.resumeTime,
             resumeCorrelation: configuration.resumeCorrelation,
-            sinusoidCorrelation: configuration.sinusoidCorrelation)
+            sinusoidCorrelation: configuration.sinusoidCorrelation,
+            minimumImpactRatio: configuration.minimumImpactRatio)
+        measuresImpact = configuration.minimumImpactRatio > 0
+        impact = ImpactMeter(sampleRate: measuresImpact ? fs : 2 * ImpactMeter.cutoff + 1)
     }
 
     /// The cadence gate's state: still, confirming a run, or walking.
@@ -117,6 +123,7 @@ public struct StepDetector: Sendable {
     @inlinable @inline(__always)
     public mutating func process(_ sample: AccelerationSample, _ onStep: (StepEvent) -> Void) {
         let value = projectsLinearInput ? projection.value(sample) : sample.magnitude
+        if measuresImpact { impact.countInput() }
         if !resampler.add(time: sample.timestamp, value: value) { restartFilters() }
         while let tick = resampler.nextValue() { step(magnitude: tick.value, time: tick.time, onStep) }
     }
@@ -148,13 +155,16 @@ public struct StepDetector: Sendable {
             offset = magnitude
             needsOffset = false
         }
-        let y = lowPass.process(highPass.process(magnitude - offset))
+        let x = magnitude - offset
+        let y = lowPass.process(highPass.process(x))
+        if measuresImpact { impact.add(raw: x, band: y) }
         lastFiltered = y
         history.append(y)
         peaks.holdsPeaks = !gate.isWalking
         if let peak = peaks.process(y, time: time) {
             var count = stepCount
-            gate.peak(at: peak.time, height: peak.height, history: history, now: time) { stepTime in
+            let ratio = measuresImpact ? impact.ratio : .infinity
+            gate.peak(at: peak.time, height: peak.height, history: history, now: time, impact: ratio) { stepTime in
                 count &+= 1
                 onStep(StepEvent(timestamp: stepTime, count: count))
             }
@@ -168,6 +178,7 @@ public struct StepDetector: Sendable {
         lowPass.reset()
         peaks.reset()
         gate.reset()
+        impact.reset()
         needsOffset = true
         history.reset()
     }
