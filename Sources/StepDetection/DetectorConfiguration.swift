@@ -80,7 +80,7 @@ public struct DetectorConfiguration: Sendable, Hashable, Codable {
     /// impacts of footfalls) is at least this fraction of its content in the step band (RMS
     /// ratio, both over about 2 s). A swinging arm or a waved hand moves smoothly; feet landing
     /// jolt the whole body, the wrist included. 0: off.
-    public var minimumImpactRatio: Double = 0.22
+    public var minimumImpactRatio: Double = 0.15
     /// Length of signal, in seconds, over which those correlations are measured (at most 6.4 s
     /// at the default rate: the history holds 256 internal samples, and the lag needs room too).
     public var correlationWindow: Double = 4
