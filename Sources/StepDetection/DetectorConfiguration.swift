@@ -167,9 +167,9 @@ public struct DetectorConfiguration: Sendable, Hashable, Codable {
             "sinusoidCorrelation", "a correlation in -1...1", sinusoidCorrelation)
         try check(
             minimumImpactRatio.isFinite && minimumImpactRatio >= 0 && minimumImpactRatio <= 10
-                && (minimumImpactRatio == 0 || sampleRate > 2 * ImpactMeter.cutoff),
+                && (minimumImpactRatio == 0 || sampleRate >= ImpactMeter.minimumInputRate),
             "minimumImpactRatio",
-            "a ratio in 0...10 (0: off), and above 0 only with sampleRate above \(2 * ImpactMeter.cutoff) Hz",
+            "a ratio in 0...10 (0: off), and above 0 only with sampleRate at least \(ImpactMeter.minimumInputRate) Hz",
             minimumImpactRatio)
         try check(
             longChainCorrelation.isFinite && longChainCorrelation >= -1 && longChainCorrelation <= 1,

@@ -12,12 +12,17 @@
 /// Impacts need bandwidth: an input sampled below ``minimumInputRate`` (16 Hz: its Nyquist
 /// frequency at least an octave above the cut-off) cannot show them — a 12.5 Hz watch log has
 /// little above 4 Hz even while walking — so for such input the meter gives no verdict
-/// (``ratio`` is infinite). The input rate is followed from how many input samples arrive per
-/// internal period.
+/// (``ratio`` is infinite). The input rate is followed from the share of internal periods that
+/// bring a new input sample (a 12.5 Hz log brings one every second period at 25 Hz); the
+/// internal rate itself must be at least ``minimumInputRate``.
+///
+/// The detector feeds it only while no walk is being followed: its verdict matters only when a
+/// chain is to confirm one, and a walk in progress costs nothing more. When a walk ends the
+/// averages still hold its last seconds and follow the new signal from there.
 ///
 /// Both powers are exponential averages over ``timeConstant``; the ratio is taken only when the
-/// gate asks for it (a few times a second), so a sample costs two biquads and a few
-/// multiply-adds.
+/// gate asks for it (a few times a second), so an internal period costs two biquads and a few
+/// multiply-adds — and only a counter and one average for input too slow to judge.
 public struct ImpactMeter: Sendable {
     /// The high-pass cut-off that separates impacts from the step band, in hertz.
     public static let cutoff = 4.0
@@ -31,11 +36,12 @@ public struct ImpactMeter: Sendable {
     @usableFromInline let alpha: Float
     @usableFromInline var impactPower: Float = 0
     @usableFromInline var bandPower: Float = 0
-    /// Input samples since the last internal period, and their running mean per period.
-    @usableFromInline var inputSamples: Float = 0
+    /// Time of the input sample seen at the last internal period, and the running share of
+    /// periods with a new one.
+    @usableFromInline var lastInputTime: Int64 = .min
     @usableFromInline var samplesPerPeriod: Float = 0
     @usableFromInline let rateAlpha: Float
-    /// Input samples per internal period needed for a verdict.
+    /// Share of internal periods with a new input sample needed for a verdict.
     @usableFromInline let neededSamplesPerPeriod: Float
 
     /// - Parameter sampleRate: Rate of the signal, in hertz; above twice ``cutoff``.
@@ -48,16 +54,17 @@ public struct ImpactMeter: Sendable {
         neededSamplesPerPeriod = Float(Self.minimumInputRate / sampleRate)
     }
 
-    /// Notes one input sample (before resampling), to follow the input rate.
-    @inlinable @inline(__always)
-    public mutating func countInput() { inputSamples += 1 }
 
     /// Feeds one sample: `raw`, the magnitude (any offset; the high-pass removes it), and
-    /// `band`, the same sample band-passed to the step band; one call per internal period.
+    /// `band`, the same sample band-passed to the step band, and `inputTime`, the time of the
+    /// latest input sample; one call per internal period.
     @inlinable @inline(__always)
-    public mutating func add(raw: Float, band: Float) {
-        samplesPerPeriod += rateAlpha * (inputSamples - samplesPerPeriod)
-        inputSamples = 0
+    public mutating func add(raw: Float, band: Float, inputTime: Int64) {
+        samplesPerPeriod += rateAlpha * ((inputTime != lastInputTime ? 1 : 0) - samplesPerPeriod)
+        lastInputTime = inputTime
+        // Input too slow to judge: the filters would only cost time. (They restart from rest
+        // when it speeds up; the 2 s averages settle before a chain of five steps is formed.)
+        if samplesPerPeriod < 0.98 * neededSamplesPerPeriod { return }
         let h = highPass2.process(highPass1.process(raw))
         impactPower += alpha * (h * h - impactPower)
         bandPower += alpha * (band * band - bandPower)
@@ -78,7 +85,7 @@ public struct ImpactMeter: Sendable {
         highPass2.reset()
         impactPower = 0
         bandPower = 0
-        inputSamples = 0
+        lastInputTime = .min
         samplesPerPeriod = 0
     }
 }

@@ -123,7 +123,6 @@ public struct StepDetector: Sendable {
     @inlinable @inline(__always)
     public mutating func process(_ sample: AccelerationSample, _ onStep: (StepEvent) -> Void) {
         let value = projectsLinearInput ? projection.value(sample) : sample.magnitude
-        if measuresImpact { impact.countInput() }
         if !resampler.add(time: sample.timestamp, value: value) { restartFilters() }
         while let tick = resampler.nextValue() { step(magnitude: tick.value, time: tick.time, onStep) }
     }
@@ -157,7 +156,9 @@ public struct StepDetector: Sendable {
         }
         let x = magnitude - offset
         let y = lowPass.process(highPass.process(x))
-        if measuresImpact { impact.add(raw: x, band: y) }
+        // Impacts matter only for confirming a walk: while one is followed the meter rests
+        // (and keeps the walk's last two seconds for a resume).
+        if measuresImpact && !gate.isWalking { impact.add(raw: x, band: y, inputTime: resampler.lastTime) }
         lastFiltered = y
         history.append(y)
         peaks.holdsPeaks = !gate.isWalking

@@ -19,8 +19,9 @@ struct ImpactMeterTests {
             let sinceCrest = (phase - phase.rounded(.down)) / 1.6
             var x = 0.3 * cos(2 * Double.pi * phase)
             if sinceCrest < 0.1 { x += jolt * exp(-sinceCrest / 0.02) }
-            if i % inputEvery == 0 { meter.countInput() }
-            meter.add(raw: Float(x), band: low.process(high.process(Float(x))))
+            // A new input sample every `inputEvery` internal periods.
+            let inputTime = Int64(i / inputEvery)
+            meter.add(raw: Float(x), band: low.process(high.process(Float(x))), inputTime: inputTime)
         }
         return meter.ratio
     }
@@ -42,10 +43,7 @@ struct ImpactMeterTests {
 
     @Test func resetForgetsTheInputRateAndThePowers() {
         var meter = ImpactMeter(sampleRate: 25)
-        for _ in 0..<200 {
-            meter.countInput()
-            meter.add(raw: 0.1, band: 0.1)
-        }
+        for i in 0..<200 { meter.add(raw: 0.1, band: 0.1, inputTime: Int64(i)) }
         #expect(meter.ratio.isFinite)
         meter.reset()
         #expect(meter.ratio == .infinity)
@@ -88,7 +86,7 @@ struct ImpactMeterTests {
 
     @Test func theImpactGuardNeedsARateThatCanShowImpacts() {
         var c = DetectorConfiguration()
-        c.sampleRate = 8
+        c.sampleRate = 12.5
         c.lowPassCutoff = 2.39
         #expect(throws: ConfigurationError.self) { try c.validate() }
         c.minimumImpactRatio = 0
