@@ -54,7 +54,6 @@ public struct ImpactMeter: Sendable {
         neededSamplesPerPeriod = Float(Self.minimumInputRate / sampleRate)
     }
 
-
     /// Feeds one sample: `raw`, the magnitude (any offset; the high-pass removes it), and
     /// `band`, the same sample band-passed to the step band, and `inputTime`, the time of the
     /// latest input sample; one call per internal period.

@@ -165,7 +165,8 @@ public struct StepDetector: Sendable {
         if let peak = peaks.process(y, time: time) {
             var count = stepCount
             let ratio = measuresImpact ? impact.ratio : .infinity
-            gate.peak(at: peak.time, height: peak.height, history: history, now: time, impact: ratio) { stepTime in
+            gate.peak(at: peak.time, height: peak.height, history: history, now: time, impact: ratio) {
+                stepTime in
                 count &+= 1
                 onStep(StepEvent(timestamp: stepTime, count: count))
             }
