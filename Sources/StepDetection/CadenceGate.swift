@@ -53,6 +53,8 @@ public struct CadenceGate: Sendable {
     /// A stride-period chain whose signal correlates less than this at half its period is a
     /// pure oscillation, not a walk.
     @usableFromInline let sinusoidCorrelation: Float
+    /// A chain confirms only when the impact ratio (``ImpactMeter``) is at least this.
+    @usableFromInline let minimumImpactRatio: Float
     /// How long after a walk's last step a chain at its rhythm resumes it, in nanoseconds.
     @usableFromInline let resumeTime: Int64
     /// The periodicity a resuming chain needs.
@@ -102,8 +104,9 @@ public struct CadenceGate: Sendable {
         fillsMissedSteps: Bool, strideThreshold: Double, maximumSkipped: Int = 63, amplitudeRatio: Double = 0,
         periodCorrelation: Double = -1, halfPeriodCorrelation: Double = 2, minimumBoutSteps: Int? = nil,
         shortBoutCorrelation: Double? = nil, longChainCorrelation: Double? = nil, resumeTime: Double = 0,
-        resumeCorrelation: Double? = nil, sinusoidCorrelation: Double = -1
+        resumeCorrelation: Double? = nil, sinusoidCorrelation: Double = -1, minimumImpactRatio: Double = 0
     ) {
+        self.minimumImpactRatio = Float(minimumImpactRatio)
         self.sinusoidCorrelation = Float(sinusoidCorrelation)
         self.resumeTime = Int64(resumeTime * 1e9)
         self.resumeCorrelation = Float(resumeCorrelation ?? periodCorrelation)
@@ -148,11 +151,13 @@ public struct CadenceGate: Sendable {
     ///   - time: The peak's time, in nanoseconds.
     ///   - height: The peak's height, in g.
     ///   - history: The recent filtered signal, for the periodicity tests.
+    ///   - impact: The impact ratio now (``ImpactMeter/ratio``); walks are confirmed only at or
+    ///     above `minimumImpactRatio`.
     /// - Complexity: O(1): at most 64 recent peaks are examined; no allocation.
     @inlinable
     public mutating func peak(
         at time: Int64, height: Float = 1, history: borrowing SignalHistory, now: Int64? = nil,
-        _ emit: (Int64) -> Void
+        impact: Float = .infinity, _ emit: (Int64) -> Void
     ) {
         if walking {
             let d = Double(time &- lastStep)
@@ -207,7 +212,8 @@ public struct CadenceGate: Sendable {
             // Otherwise an echo or a stray peak: skipped.
         }
         link(time, height)
-        if !walking && bestChain >= minimumBoutSteps {
+        // Without footfall impacts the rhythm is an arm moving on its own, not a walk.
+        if !walking && bestChain >= minimumBoutSteps && impact >= minimumImpactRatio {
             confirm(history, now: now ?? time, emit)
         }
     }

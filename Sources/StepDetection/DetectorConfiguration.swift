@@ -76,6 +76,11 @@ public struct DetectorConfiguration: Sendable, Hashable, Codable {
     /// its period (−1 is a pure sine) is not a walk: footfalls put steps between the stride
     /// peaks, a hand waved up and down does not. −1: off.
     public var sinusoidCorrelation: Double = -0.8
+    /// A chain confirms a walk only if the acceleration magnitude's content above 4 Hz (the
+    /// impacts of footfalls) is at least this fraction of its content in the step band (RMS
+    /// ratio, both over about 2 s). A swinging arm or a waved hand moves smoothly; feet landing
+    /// jolt the whole body, the wrist included. 0: off.
+    public var minimumImpactRatio: Double = 0.15
     /// Length of signal, in seconds, over which those correlations are measured (at most 6.4 s
     /// at the default rate: the history holds 256 internal samples, and the lag needs room too).
     public var correlationWindow: Double = 4
@@ -161,6 +166,12 @@ public struct DetectorConfiguration: Sendable, Hashable, Codable {
             sinusoidCorrelation.isFinite && sinusoidCorrelation >= -1 && sinusoidCorrelation <= 1,
             "sinusoidCorrelation", "a correlation in -1...1", sinusoidCorrelation)
         try check(
+            minimumImpactRatio.isFinite && minimumImpactRatio >= 0 && minimumImpactRatio <= 10
+                && (minimumImpactRatio == 0 || sampleRate >= ImpactMeter.minimumInputRate),
+            "minimumImpactRatio",
+            "a ratio in 0...10 (0: off), and above 0 only with sampleRate at least \(ImpactMeter.minimumInputRate) Hz",
+            minimumImpactRatio)
+        try check(
             longChainCorrelation.isFinite && longChainCorrelation >= -1 && longChainCorrelation <= 1,
             "longChainCorrelation", "a correlation in -1...1", longChainCorrelation)
     }
@@ -190,7 +201,8 @@ extension DetectorConfiguration {
         case minimumPeak, minimumStepInterval, maximumStepInterval, regularityTolerance
         case stepsToConfirm, fillMissedSteps, strideThreshold, maximumSkippedPeaks, amplitudeRatio
         case periodCorrelation, halfPeriodCorrelation, minimumBoutSteps, shortBoutCorrelation
-        case longChainCorrelation, resumeTime, resumeCorrelation, sinusoidCorrelation, correlationWindow
+        case longChainCorrelation, resumeTime, resumeCorrelation, sinusoidCorrelation, minimumImpactRatio
+        case correlationWindow
     }
 
     private struct AnyKey: CodingKey {
@@ -246,6 +258,8 @@ extension DetectorConfiguration {
             try c.decodeIfPresent(Double.self, forKey: .resumeCorrelation) ?? d.resumeCorrelation
         d.sinusoidCorrelation =
             try c.decodeIfPresent(Double.self, forKey: .sinusoidCorrelation) ?? d.sinusoidCorrelation
+        d.minimumImpactRatio =
+            try c.decodeIfPresent(Double.self, forKey: .minimumImpactRatio) ?? d.minimumImpactRatio
         d.correlationWindow =
             try c.decodeIfPresent(Double.self, forKey: .correlationWindow) ?? d.correlationWindow
         self = d
@@ -276,6 +290,7 @@ extension DetectorConfiguration {
         try c.encode(resumeTime, forKey: .resumeTime)
         try c.encode(resumeCorrelation, forKey: .resumeCorrelation)
         try c.encode(sinusoidCorrelation, forKey: .sinusoidCorrelation)
+        try c.encode(minimumImpactRatio, forKey: .minimumImpactRatio)
         try c.encode(correlationWindow, forKey: .correlationWindow)
     }
 }

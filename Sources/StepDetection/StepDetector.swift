@@ -56,6 +56,9 @@ public struct StepDetector: Sendable {
     @usableFromInline var lastFiltered: Float = 0
     /// Recent filtered values, for the gate's periodicity tests.
     @usableFromInline var history: SignalHistory
+    /// Footfall impacts against the step band, for the gate's confirmation.
+    @usableFromInline var impact: ImpactMeter
+    @usableFromInline let measuresImpact: Bool
 
     /// Steps counted so far.
     public var count: Int { stepCount }
@@ -96,7 +99,10 @@ public struct StepDetector: Sendable {
             shortBoutCorrelation: configuration.shortBoutCorrelation,
             longChainCorrelation: configuration.longChainCorrelation, resumeTime: configuration.resumeTime,
             resumeCorrelation: configuration.resumeCorrelation,
-            sinusoidCorrelation: configuration.sinusoidCorrelation)
+            sinusoidCorrelation: configuration.sinusoidCorrelation,
+            minimumImpactRatio: configuration.minimumImpactRatio)
+        measuresImpact = configuration.minimumImpactRatio > 0
+        impact = ImpactMeter(sampleRate: measuresImpact ? fs : 2 * ImpactMeter.cutoff + 1)
     }
 
     /// The cadence gate's state: still, confirming a run, or walking.
@@ -148,13 +154,19 @@ public struct StepDetector: Sendable {
             offset = magnitude
             needsOffset = false
         }
-        let y = lowPass.process(highPass.process(magnitude - offset))
+        let x = magnitude - offset
+        let y = lowPass.process(highPass.process(x))
+        // Impacts matter only for confirming a walk: while one is followed the meter rests
+        // (and keeps the walk's last two seconds for a resume).
+        if measuresImpact && !gate.isWalking { impact.add(raw: x, band: y, inputTime: resampler.lastTime) }
         lastFiltered = y
         history.append(y)
         peaks.holdsPeaks = !gate.isWalking
         if let peak = peaks.process(y, time: time) {
             var count = stepCount
-            gate.peak(at: peak.time, height: peak.height, history: history, now: time) { stepTime in
+            let ratio = measuresImpact ? impact.ratio : .infinity
+            gate.peak(at: peak.time, height: peak.height, history: history, now: time, impact: ratio) {
+                stepTime in
                 count &+= 1
                 onStep(StepEvent(timestamp: stepTime, count: count))
             }
@@ -168,6 +180,7 @@ public struct StepDetector: Sendable {
         lowPass.reset()
         peaks.reset()
         gate.reset()
+        impact.reset()
         needsOffset = true
         history.reset()
     }

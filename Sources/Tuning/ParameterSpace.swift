@@ -255,6 +255,7 @@ extension DetectorConfiguration {
             case "resumeTime": resumeTime
             case "resumeCorrelation": resumeCorrelation
             case "sinusoidCorrelation": sinusoidCorrelation
+            case "minimumImpactRatio": minimumImpactRatio
             case "correlationWindow": correlationWindow
             default: .nan
             }
@@ -284,6 +285,7 @@ extension DetectorConfiguration {
             case "resumeTime": resumeTime = newValue
             case "resumeCorrelation": resumeCorrelation = newValue
             case "sinusoidCorrelation": sinusoidCorrelation = newValue
+            case "minimumImpactRatio": minimumImpactRatio = newValue
             case "correlationWindow": correlationWindow = newValue
             default: break
             }

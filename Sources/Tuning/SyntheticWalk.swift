@@ -31,6 +31,10 @@ public struct SyntheticWalk: Sendable {
     public var secondFoot: Double = 0.8
     /// Arm-swing or sway component at the stride frequency, in g.
     public var sway: Double = 0.05
+    /// Height of the jolt of each foot landing, as a fraction of the step's amplitude: a 15 ms
+    /// exponential decay at the step's crest, gone after 100 ms (footfalls reach the wrist as
+    /// such bursts; the detector's impact guard looks for them).
+    public var heelStrike: Double = 2.5
     /// Uniform noise amplitude, in g.
     public var noise: Double = 0.02
     /// Sampling rate, in hertz.
@@ -70,6 +74,10 @@ public struct SyntheticWalk: Sendable {
                 let foot = stepIndex % 2 == 0 ? 1 : secondFoot
                 vertical +=
                     amplitude * foot * 0.5 * (1 - cos(2 * Double.pi * within)) - amplitude * foot * 0.5
+                let sinceCrest = (within - 0.5) / cadence
+                if sinceCrest >= 0 && sinceCrest < 0.1 {
+                    vertical += heelStrike * amplitude * foot * exp(-sinceCrest / 0.02)
+                }
                 lateral = sway * sin(Double.pi * phase)
             }
             samples.append(

@@ -4,10 +4,18 @@ import Testing
 
 @testable import StepDetection
 
-/// Synthetic walks built here, in the test, so the detector's own code cannot shape them.
+/// The jolt of a foot landing, `dt` seconds after the step's crest: a 20 ms exponential decay
+/// of `height` g, gone after 100 ms. Footfalls reach the wrist as such short bursts.
+private func heelStrike(_ dt: Double, height: Double) -> Double {
+    dt >= 0 && dt < 0.1 ? height * exp(-dt / 0.02) : 0
+}
+
+/// Synthetic walks built here, in the test, so the detector's own code cannot shape them: a
+/// smooth bump per step (left and right feet differ) with the jolt of the foot landing on it.
 private func walk(
     steps: Int, cadence: Double = 1.8, rate: Double = 100, jitter: Double = 0.02, amplitude: Double = 0.25,
-    stillBefore: Double = 3, stillAfter: Double = 3, start: Int64 = 5_000_000_000, seed: UInt64 = 7
+    stillBefore: Double = 3, stillAfter: Double = 3, start: Int64 = 5_000_000_000, seed: UInt64 = 7,
+    impact: Double = 2.5
 ) -> [AccelerationSample] {
     var state = seed
     func unit() -> Double {
@@ -20,7 +28,9 @@ private func walk(
         var v = 0.01 * (unit() - 0.5)
         let phase = (t - stillBefore) * cadence
         if phase >= 0 && phase < Double(steps) {
-            v += amplitude * (Int(phase) % 2 == 0 ? 1 : 0.8) * -cos(2 * Double.pi * phase)
+            let foot = amplitude * (Int(phase) % 2 == 0 ? 1 : 0.8)
+            v += foot * -cos(2 * Double.pi * phase)
+            v += heelStrike((phase - Double(Int(phase)) - 0.5) / cadence, height: impact * foot)
         }
         return AccelerationSample(
             timestamp: start + Int64(t * 1e9), x: 0.02, y: Float(0.1 * v), z: Float(1 + v))
@@ -89,6 +99,7 @@ struct StepDetectorTests {
                         continue
                     }
                     v += 0.25 * -cos(2 * Double.pi * phase)
+                    v += heelStrike((phase - 0.5) * period, height: 2.5 * 0.25)
                 }
                 samples.append(
                     AccelerationSample(timestamp: Int64(t * 1e9), x: 0.02, y: Float(0.1 * v), z: Float(1 + v))
@@ -123,7 +134,11 @@ struct StepDetectorTests {
             return AccelerationSample(timestamp: Int64(t * 1e9), x: 0.05, y: 0.1, z: Float(1 + v))
         }
         #expect(StepDetector.countSteps(in: samples) == 0)
-        var off = DetectorConfiguration()
+        // The sinusoid guard alone (the input has no impacts either, so that guard is off here).
+        var sinusoidOnly = DetectorConfiguration()
+        sinusoidOnly.minimumImpactRatio = 0
+        #expect(StepDetector.countSteps(in: samples, configuration: sinusoidOnly) == 0)
+        var off = sinusoidOnly
         off.sinusoidCorrelation = -1
         #expect(StepDetector.countSteps(in: samples, configuration: off) > 20)
     }
@@ -170,7 +185,9 @@ struct StepDetectorTests {
             let phase = (t - 2) * cadence
             var v = 0.0
             if phase >= 0 && phase < 120 {
-                v = 0.25 * (Int(phase) % 2 == 0 ? 1 : 0.8) * (1 - cos(2 * Double.pi * phase)) / 2
+                let foot = 0.25 * (Int(phase) % 2 == 0 ? 1 : 0.8)
+                v = foot * (1 - cos(2 * Double.pi * phase)) / 2
+                v += heelStrike((phase - Double(Int(phase)) - 0.5) / cadence, height: 2.5 * foot)
             }
             var emitted = 0
             detector.process(AccelerationSample(timestamp: Int64(t * 1e9), x: 0, y: 0, z: Float(1 + v))) {
