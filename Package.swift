@@ -9,8 +9,9 @@ let package = Package(
         .library(name: "SensorInput", targets: ["SensorInput"]),
     ],
     targets: [
-        // libiio, the C library that reads Linux IIO devices (pkg-config "libiio").
-        .systemLibrary(name: "CLibIIO", pkgConfig: "libiio", providers: [.apt(["libiio-dev"])]),
+        // libiio, the C library that reads Linux IIO devices: its header only; libiio.so.0 is
+        // opened when first needed (Sources/SensorInput/LibIIO.swift), not linked.
+        .systemLibrary(name: "CLibIIO", providers: [.apt(["libiio-dev"])]),
         // Core: pure Swift, no Foundation, no C.
         .target(name: "StepDetection", linkerSettings: [.linkedLibrary("m")]),
         // Readers: recorded CSV walks and live IIO accelerometers through libiio.

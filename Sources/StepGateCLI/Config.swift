@@ -1,7 +1,7 @@
 import StepDetection
 
 /// `stepgate config`: prints the default detector configuration, or checks a file.
-struct Config: Command {
+struct Config: SynchronousCommand {
     static let configuration = CommandConfiguration(
         commandName: "config",
         abstract: "Print the default detector configuration, or check a configuration file.",
@@ -22,7 +22,7 @@ struct Config: Command {
         file = arguments.positionals.first
     }
 
-    func run() async throws {
+    func runSynchronously() throws {
         let configuration = try file.map(loadDetectorConfiguration(path:)) ?? DetectorConfiguration()
         print(encodeDetectorConfiguration(configuration))
     }
