@@ -75,8 +75,8 @@ _stepgate() {
             values=""
             ;;
         bench)
-            options="--samples --repeat --json --markdown --help"
-            values="--samples --repeat"
+            options="--samples --repeat --tune-set --json --markdown --help"
+            values="--samples --repeat --tune-set"
             ;;
         completions)
             options="--help"
