@@ -28,6 +28,11 @@ struct Bench: Command {
                     "Runs per figure; the median is reported (default 5; whole processes: 4 × as many, at least 21)."
             ),
             .option(
+                "executable", "path",
+                help:
+                    "Time this stepgate build's whole-process replay instead of this one's (to compare builds)."
+            ),
+            .option(
                 "tune-set", "set",
                 help: "Also measure 'stepgate tune' throughput on this labelled set (manifest or folder)."),
             .flag("json", help: "Print the figures as one JSON line."),
@@ -39,6 +44,7 @@ struct Bench: Command {
     var sampleCount: Int
     var repeats: Int
     var tuneSet: String?
+    var executablePath: String?
     var json: Bool
     var markdown: Bool
 
@@ -53,6 +59,11 @@ struct Bench: Command {
                 Int($0).flatMap { (1...100).contains($0) ? $0 : nil }
             } ?? 5
         tuneSet = arguments.value("tune-set")
+        executablePath = arguments.value("executable")
+        if let executablePath, access(executablePath, X_OK) != 0 {
+            throw UsageError(
+                "invalid value '\(executablePath)' for '--executable': expected an executable file")
+        }
         json = arguments.flag("json")
         markdown = arguments.flag("markdown")
         guard !(json && markdown) else { throw UsageError("'--json' and '--markdown' exclude each other") }
@@ -135,7 +146,10 @@ struct Bench: Command {
                     "\(formatFixed(inProcess, decimals: 1)) ms"
                 ),
                 line: "replay \(largest) in process: \(formatFixed(inProcess, decimals: 2)) ms")
-            if let whole = try Bench.wholeProcess(file: largest, runs: processRuns) {
+            let executable = executablePath ?? Bench.executable
+            if let executable,
+                let whole = try Bench.wholeProcess(executable, file: largest, runs: processRuns)
+            {
                 figures.add("replay_whole_process_ms", whole.replay, decimals: 2)
                 figures.add("wc_l_ms", whole.wc, decimals: 2)
                 figures.add("replay_over_wc_l", whole.replay / whole.wc, decimals: 1)
@@ -152,7 +166,8 @@ struct Bench: Command {
                     )
                 }
             }
-            if let start = try Bench.startToOpen(file: largest, runs: processRuns) {
+            if let executable, let start = try Bench.startToOpen(executable, file: largest, runs: processRuns)
+            {
                 figures.add("start_to_open_ms", start.open, decimals: 2)
                 figures.add("true_ms", start.baseline, decimals: 2)
                 figures.add("start_over_true_ms", start.open - start.baseline, decimals: 2)
@@ -348,8 +363,9 @@ struct Bench: Command {
 
     /// `stepgate replay FILE` and `wc -l FILE` as whole processes, alternating so drift in the
     /// machine's load touches both alike; the medians of `runs` each, in milliseconds.
-    static func wholeProcess(file: String, runs: Int) throws -> (replay: Double, wc: Double)? {
-        guard let executable else { return nil }
+    static func wholeProcess(_ executable: String, file: String, runs: Int) throws -> (
+        replay: Double, wc: Double
+    )? {
         let candidates: [String] = ["/usr/bin/wc", "/bin/wc"]
         let wc = candidates.first { access($0, X_OK) == 0 }
         var replay: [Double] = []
@@ -366,8 +382,10 @@ struct Bench: Command {
     /// once), and spawning and reaping /bin/true, alternating; medians in milliseconds. The file
     /// is handed over through a FIFO: opening it for writing completes when the child opens it
     /// for reading, which this process notices within a few microseconds by polling.
-    static func startToOpen(file: String, runs: Int) throws -> (open: Double, baseline: Double)? {
-        guard let executable, let bytes = FileManager.default.contents(atPath: file) else { return nil }
+    static func startToOpen(_ executable: String, file: String, runs: Int) throws -> (
+        open: Double, baseline: Double
+    )? {
+        guard let bytes = FileManager.default.contents(atPath: file) else { return nil }
         let fifo = NSTemporaryDirectory() + "stepgate-bench-fifo-\(getpid()).csv"
         unlink(fifo)
         guard mkfifo(fifo, 0o600) == 0 else { return nil }

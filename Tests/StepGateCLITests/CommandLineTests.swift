@@ -48,6 +48,7 @@ struct CommandLineTests {
         (["eval"], "missing expected argument '<set>...'"),
         (["config", "a", "b"], "unexpected argument 'b'"),
         (["bench", "--samples", "10"], "invalid value '10' for '--samples'"),
+        (["bench", "--executable", "/nonexistent"], "invalid value '/nonexistent' for '--executable'"),
         (["simulate", "s.jsonl"], "missing '--config <file>'"),
         (["daemon"], "missing '--config <file>'"),
         (["lock", "games"], "missing '--minutes <minutes>'"),
@@ -204,7 +205,7 @@ struct CommandLineTests {
     @Test func benchPrintsEveryFigure() throws {
         let result = try stepgate(
             "bench", "--json", "--samples", "20000", "--repeat", "1", "--tune-set", sample("manifest.csv"),
-            sample("walk-wrist-100.csv"))
+            "--executable", Fixtures.stepgateExecutable.path, sample("walk-wrist-100.csv"))
         #expect(result.status == 0)
         let line = try #require(result.standardOutput.split(separator: "\n").last)
         let figures = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
