@@ -9,8 +9,9 @@ let package = Package(
         .library(name: "SensorInput", targets: ["SensorInput"]),
     ],
     targets: [
-        // libiio, the C library that reads Linux IIO devices (pkg-config "libiio").
-        .systemLibrary(name: "CLibIIO", pkgConfig: "libiio", providers: [.apt(["libiio-dev"])]),
+        // libiio, the C library that reads Linux IIO devices: its header only; libiio.so.0 is
+        // opened when first needed (Sources/SensorInput/LibIIO.swift), not linked.
+        .systemLibrary(name: "CLibIIO", providers: [.apt(["libiio-dev"])]),
         // Core: pure Swift, no Foundation, no C.
         .target(name: "StepDetection", linkerSettings: [.linkedLibrary("m")]),
         // Readers: recorded CSV walks and live IIO accelerometers through libiio.
@@ -47,7 +48,16 @@ let package = Package(
                 "Formatting",
                 "StepGateDaemon",
             ]),
-        .executableTarget(name: "stepgate", dependencies: ["StepGateCLI"]),
+        .executableTarget(
+            name: "stepgate", dependencies: ["StepGateCLI"],
+            linkerSettings: [
+                // Release builds link with lld and pack the executable's ~75,000 relative
+                // relocations (DT_RELR, glibc 2.36): the loader reads 14 KB instead of 1.8 MB at
+                // every start, and `stepgate replay` stays about 3 MB smaller in memory.
+                .unsafeFlags(
+                    ["-use-ld=lld", "-Xlinker", "-z", "-Xlinker", "pack-relative-relocs"],
+                    .when(configuration: .release))
+            ]),
         // Test support: fakes and fixture loading, for test targets only.
         .target(name: "StepGateTestSupport", dependencies: ["SensorInput", "StepDetection"]),
         // Tests

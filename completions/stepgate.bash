@@ -75,8 +75,8 @@ _stepgate() {
             values=""
             ;;
         bench)
-            options="--samples --repeat --json --markdown --help"
-            values="--samples --repeat"
+            options="--samples --repeat --executable --tune-set --json --markdown --help"
+            values="--samples --repeat --executable --tune-set"
             ;;
         completions)
             options="--help"

@@ -114,7 +114,9 @@ complete -c stepgate -n '__fish_use_subcommand' -a config -d 'Print the default 
 complete -c stepgate -n '__fish_seen_subcommand_from config' -F
 complete -c stepgate -n '__fish_use_subcommand' -a bench -d 'Measure detector speed, CSV parsing throughput and replay time.'
 complete -c stepgate -n '__fish_seen_subcommand_from bench' -l samples -r -F -d 'Synthetic samples per detector run (default 2000000).'
-complete -c stepgate -n '__fish_seen_subcommand_from bench' -l repeat -r -F -d 'Runs per figure; the best is reported (default 5).'
+complete -c stepgate -n '__fish_seen_subcommand_from bench' -l repeat -r -F -d 'Runs per figure; the median is reported (default 5; whole processes: 4 × as many, at least 21).'
+complete -c stepgate -n '__fish_seen_subcommand_from bench' -l executable -r -F -d 'Time this stepgate build\'s whole-process replay instead of this one\'s (to compare builds).'
+complete -c stepgate -n '__fish_seen_subcommand_from bench' -l tune-set -r -F -d 'Also measure \'stepgate tune\' throughput on this labelled set (manifest or folder).'
 complete -c stepgate -n '__fish_seen_subcommand_from bench' -l json -d 'Print the figures as one JSON line.'
 complete -c stepgate -n '__fish_seen_subcommand_from bench' -l markdown -d 'Print the figures as a Markdown table (for documentation).'
 complete -c stepgate -n '__fish_seen_subcommand_from bench' -F

@@ -107,7 +107,7 @@ for script in postinst prerm postrm; do
     install -m 0755 "debian/$script" "$root/DEBIAN/$script"
 done
 
-# Library dependencies from the binary (libiio, libc, libstdc++, libgcc).
+# Library dependencies from the binary (libc, libstdc++, libgcc), and libiio.
 depends="libc6, libgcc-s1, libiio0, libstdc++6"
 if command -v dpkg-shlibdeps >/dev/null; then
     mkdir -p "$stage/debian"
@@ -116,6 +116,12 @@ if command -v dpkg-shlibdeps >/dev/null; then
         depends=${found#shlibs:Depends=}
     fi
 fi
+# libiio is opened when first needed (Sources/SensorInput/LibIIO.swift), not linked, so
+# dpkg-shlibdeps does not see it: depend on it by name.
+case ", $depends," in
+*", libiio0"[,\ ]*) ;;
+*) depends="$depends, libiio0" ;;
+esac
 
 cat >"$root/DEBIAN/control" <<EOF
 Package: stepgate

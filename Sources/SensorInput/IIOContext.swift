@@ -24,6 +24,7 @@ public final class IIOContext {
     /// - Throws: ``IIOError``; for the local context, `ENOENT` becomes a message explaining
     ///   that the kernel has no IIO devices.
     public init(uri: String? = nil) throws(IIOError) {
+        try LibIIO.load()
         errno = 0
         let requested = uri ?? "local:"
         let created: OpaquePointer?
@@ -55,6 +56,7 @@ public final class IIOContext {
     ///
     /// The corresponding libiio function is `iio_create_xml_context_mem`.
     init(xml: String) throws(IIOError) {
+        try LibIIO.load()
         errno = 0
         let created = xml.withCString { iio_create_xml_context_mem($0, strlen($0)) }
         guard let created else {

@@ -62,12 +62,13 @@ public struct PeakDetector: Sendable, Equatable {
             result = p
             pending = nil
         }
-        let delta = threshold
+        // The threshold (a square root) is worked out only when the signal turns, not while it
+        // keeps rising or falling.
         if rising {
             if y > extreme {
                 extreme = y
                 extremeTime = time
-            } else if y < extreme - delta {
+            } else if y < extreme - threshold {
                 if extreme > 0 {
                     if let p = pending, p.height >= extreme {
                         // The earlier, higher peak stands.
@@ -81,7 +82,7 @@ public struct PeakDetector: Sendable, Equatable {
         } else {
             if y < extreme {
                 extreme = y
-            } else if y > extreme + delta {
+            } else if y > extreme + threshold {
                 rising = true
                 extreme = y
                 extremeTime = time

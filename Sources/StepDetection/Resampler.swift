@@ -13,6 +13,11 @@ public struct Resampler: Sendable, Equatable {
     public let period: Int64
     /// Longest interval between two input samples that is still interpolated, in nanoseconds.
     public let maximumGap: Int64
+    /// 1 / `period`: a multiplication per output value instead of a division (the result,
+    /// rounded to Float, is the same but where the two differ in the last bit of a Double).
+    @usableFromInline let inversePeriod: Double
+    /// `period / 2`, the offset from a period's end to its centre.
+    @usableFromInline let halfPeriod: Int64
 
     @usableFromInline var lastTime: Int64 = 0
     @usableFromInline var lastValue: Double = 0
@@ -30,6 +35,8 @@ public struct Resampler: Sendable, Equatable {
     /// A resampler to `rate` hertz that bridges gaps up to `maximumGap` seconds.
     public init(rate: Double, maximumGap: Double) {
         period = Int64((1e9 / rate).rounded())
+        inversePeriod = 1 / Double(period)
+        halfPeriod = period / 2
         self.maximumGap = Int64((maximumGap * 1e9).rounded())
     }
 
@@ -87,7 +94,7 @@ public struct Resampler: Sendable, Equatable {
         if binEnd <= lastTime {
             let v1 = segmentValue + slope * Double(binEnd &- segmentTime)
             accumulated += Double(binEnd &- segmentTime) * 0.5 * (segmentValue + v1)
-            let tick = Tick(value: Float(accumulated / Double(period)), time: binEnd &- period / 2)
+            let tick = Tick(value: Float(accumulated * inversePeriod), time: binEnd &- halfPeriod)
             accumulated = 0
             segmentTime = binEnd
             segmentValue = v1

@@ -12,6 +12,18 @@ public protocol Command: SendableMetatype {
     mutating func run() async throws
 }
 
+/// A command that needs no concurrency: `stepgate` runs it on the main thread before the
+/// concurrency runtime starts any thread (``StepGate/runSynchronously(_:)``), so a replay pays
+/// for no thread start-up and no hop between threads, which on a loaded machine can cost
+/// more than the replay itself.
+protocol SynchronousCommand: Command {
+    mutating func runSynchronously() throws
+}
+
+extension SynchronousCommand {
+    mutating func run() async throws { try runSynchronously() }
+}
+
 /// What a command is called, what it does and what it accepts.
 public struct CommandConfiguration: Sendable {
     /// The subcommand's name, as typed.

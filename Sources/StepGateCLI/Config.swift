@@ -3,7 +3,7 @@ import StepDetection
 import StepGateDaemon
 
 /// `stepgate config`: prints the default detector configuration, or checks a file.
-struct Config: Command {
+struct Config: SynchronousCommand {
     static let configuration = CommandConfiguration(
         commandName: "config",
         abstract: "Print the default detector configuration, or check a configuration file.",
@@ -24,7 +24,7 @@ struct Config: Command {
         file = arguments.positionals.first
     }
 
-    func run() async throws {
+    func runSynchronously() throws {
         let configuration = try file.map(loadDetectorConfiguration(path:)) ?? DetectorConfiguration()
         print(encodeDetectorConfiguration(configuration))
     }

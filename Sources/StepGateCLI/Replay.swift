@@ -8,7 +8,7 @@ import Tuning
 import UnlockPolicy
 
 /// `stepgate replay`: counts the steps in recorded walks with the live detector.
-struct Replay: Command {
+struct Replay: SynchronousCommand {
     static let configuration = CommandConfiguration(
         commandName: "replay",
         abstract: "Count steps in recorded accelerometer walks.",
@@ -77,7 +77,7 @@ struct Replay: Command {
         }
     }
 
-    func run() async throws {
+    func runSynchronously() throws {
         let detector = try configPath.map(loadDetectorConfiguration(path:)) ?? DetectorConfiguration()
         if let policyPath, let start {
             try runPolicy(detector: detector, policy: loadPolicyConfiguration(path: policyPath), start: start)

@@ -24,6 +24,9 @@ public enum StepGate {
         exit(status)
     }
 
+    /// Ends the process with `status`, flushing standard output.
+    public static func exit(_ status: Int32) -> Never { Glibc.exit(status) }
+
     /// Runs `stepgate` with `arguments` (without the program name); returns the exit status.
     public static func run(_ arguments: [String]) async -> Int32 {
         guard let first = arguments.first else {
@@ -75,14 +78,45 @@ public enum StepGate {
             var command = try type.init(arguments: parsed)
             try await command.run()
             return 0
-        } catch let error as UsageError {
+        } catch {
+            return status(for: error, configuration)
+        }
+    }
+
+    /// Runs `arguments` at once, on the calling thread, when they name a
+    /// ``SynchronousCommand`` (such as `replay`); the exit status, or `nil` for any other
+    /// command, which ``main()`` runs.
+    public static func runSynchronously(_ arguments: [String]) -> Int32? {
+        guard let first = arguments.first,
+            let type = commands.first(where: { $0.configuration.commandName == first })
+                as? any SynchronousCommand.Type
+        else { return nil }
+        let configuration = type.configuration
+        do {
+            let parsed = try ParsedArguments(Array(arguments.dropFirst()), options: configuration.options)
+            if parsed.wantsHelp {
+                print(help(for: configuration))
+                return 0
+            }
+            var command = try type.init(arguments: parsed)
+            try command.runSynchronously()
+            return 0
+        } catch {
+            return status(for: error, configuration)
+        }
+    }
+
+    /// Prints what went wrong; the exit status for it.
+    private static func status(for error: any Error, _ configuration: CommandConfiguration) -> Int32 {
+        switch error {
+        case let error as UsageError:
             printError(
                 "Error: \(error.message)\nUsage: \(usage(for: configuration))\n"
                     + "  See 'stepgate \(configuration.commandName) --help' for more information.")
             return ExitCode.usage.rawValue
-        } catch let code as ExitCode {
+        case let code as ExitCode:
             return code.rawValue
-        } catch {
+        default:
             printError("Error: \(error)")
             return ExitCode.failure.rawValue
         }

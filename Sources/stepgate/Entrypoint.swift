@@ -2,5 +2,12 @@ import StepGateCLI
 
 @main
 struct Entrypoint {
-    static func main() async { await StepGate.main() }
+    static func main() async {
+        // The body of an async main starts on the main thread: a synchronous command such as
+        // `replay` runs right here, and no thread of the concurrency runtime is ever started.
+        if let status = StepGate.runSynchronously(Array(CommandLine.arguments.dropFirst())) {
+            StepGate.exit(status)
+        }
+        await StepGate.main()
+    }
 }

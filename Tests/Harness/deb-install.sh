@@ -65,6 +65,9 @@ grep -q '^ExecStart=/usr/bin/stepgate daemon' /usr/lib/systemd/system/stepgate.s
     fail "the unit does not run /usr/bin/stepgate"
 zcat /usr/share/man/man1/stepgate.1.gz | grep -q '^\.TH' || fail "the manual page is not a manual page"
 getent group stepgate >/dev/null || fail "no group stepgate"
+# libiio is opened at run time, not linked: the package must still depend on it.
+dpkg-query -W -f='${Depends}\n' stepgate | grep -q 'libiio0' ||
+    fail "does not depend on libiio0: $(dpkg-query -W -f='${Depends}' stepgate)"
 dpkg-query -W -f='${Conffiles}\n' stepgate | grep -q '^ /etc/stepgate/config.json ' ||
     fail "/etc/stepgate/config.json is not a conffile"
 [ "$(stepgate --version)" = "$version" ] || fail "stepgate --version says $(stepgate --version)"

@@ -32,6 +32,14 @@ private func nanoseconds(_ text: String, shift: Int) -> Int64? {
 
 @Suite("Number parsing")
 struct NumberParsingTests {
+    @Test func powersOfTenTableIsExact() {
+        var power: UInt64 = 1
+        for k in 0...19 {
+            #expect(integerPowerOfTen(k) == power, "10^\(k)")
+            if k < 19 { power *= 10 }
+        }
+    }
+
     @Test(arguments: [
         "0", "-0", "1", "-3417", "+7", "1.5", ".5", "5.", "2.053291537E-3", "9.849455833E0", "1.024176513E1",
         "-1.8e-3", "0.012345", "-0.98765", "1e-05", "3.4028235e+38", "1.1754944e-38", "1e-45", " 42 ",

@@ -49,6 +49,7 @@ struct CommandLineTests {
         (["eval"], "missing expected argument '<set>...'"),
         (["config", "a", "b"], "unexpected argument 'b'"),
         (["bench", "--samples", "10"], "invalid value '10' for '--samples'"),
+        (["bench", "--executable", "/nonexistent"], "invalid value '/nonexistent' for '--executable'"),
         (["simulate", "s.jsonl"], "missing '--config <file>'"),
         (["daemon"], "missing '--config <file>'"),
         (["lock", "games"], "missing '--minutes <minutes>'"),
@@ -204,13 +205,15 @@ struct CommandLineTests {
 
     @Test func benchPrintsEveryFigure() throws {
         let result = try stepgate(
-            "bench", "--json", "--samples", "20000", "--repeat", "1", sample("walk-wrist-100.csv"))
+            "bench", "--json", "--samples", "20000", "--repeat", "1", "--tune-set", sample("manifest.csv"),
+            "--executable", Fixtures.stepgateExecutable.path, sample("walk-wrist-100.csv"))
         #expect(result.status == 0)
         let line = try #require(result.standardOutput.split(separator: "\n").last)
         let figures = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
         for key in [
             "detector_ns_per_sample_100hz", "detector_ns_per_sample_12_5hz", "replay_in_process_ms",
-            "replay_whole_process_ms",
+            "replay_whole_process_ms", "wc_l_ms", "replay_over_wc_l", "start_to_open_ms", "true_ms",
+            "tune_configurations_per_s",
         ] {
             #expect((figures[key] as? Double ?? 0) > 0, "\(key)")
         }

@@ -296,6 +296,7 @@ struct LiveIIOTests {
 /// Resource use of `stepgate run` on an emulated 100 Hz walk; run on demand with
 /// `STEPGATE_MEASURE_SECONDS=600 swift test --filter ResourceMeasurement` (root). Prints CPU
 /// (utime+stime from /proc/PID/stat over the run) and peak resident memory (VmHWM).
+/// `STEPGATE_MEASURE_EXECUTABLE` measures another build, such as the release static one.
 @Suite(
     "resource measurement (on demand)",
     .enabled(
@@ -305,6 +306,9 @@ struct LiveIIOTests {
 struct ResourceMeasurement {
     @Test func cpuAndMemoryOfALiveRun() throws {
         let seconds = Double(ProcessInfo.processInfo.environment["STEPGATE_MEASURE_SECONDS"] ?? "") ?? 60
+        let executable =
+            ProcessInfo.processInfo.environment["STEPGATE_MEASURE_EXECUTABLE"]
+            ?? Fixtures.stepgateExecutable.path
         let device = try FakeIIO(profile: "lis3dh")
         defer { device.down() }
         var walk = SyntheticWalk()
@@ -324,7 +328,7 @@ struct ResourceMeasurement {
                         let data = FileManager.default.contents(atPath: "/proc/\(entry)/cmdline")
                     else { continue }
                     let text = String(decoding: data.map { $0 == 0 ? 32 : $0 }, as: UTF8.self)
-                    if text.hasPrefix(Fixtures.stepgateExecutable.path) && text.contains(ledger) { pid = n }
+                    if text.hasPrefix(executable) && text.contains(ledger) { pid = n }
                 }
             }
             func ticks() -> Double {
@@ -347,7 +351,7 @@ struct ResourceMeasurement {
         }
         watcher.start()
         let run = try device.exec(
-            [Fixtures.stepgateExecutable.path, "run", "--json", "--ledger", ledger], timeout: Int(seconds))
+            [executable, "run", "--json", "--ledger", ledger], timeout: Int(seconds))
         feeder.wait(timeout: 5)
         print("measurement: \(report.withLock { $0 })")
         print("measurement: \(run.standardOutput.split(separator: "\n").last ?? "")")
