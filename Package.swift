@@ -27,7 +27,7 @@ let package = Package(
         // The shared unlock policy: pure engine, config, versioned state (Foundation only).
         .target(name: "UnlockPolicy", dependencies: ["Formatting", "TypedJSON"]),
         // The system side of files: atomic durable writes, folder checks, the policy's state file.
-        .target(name: "SystemFiles", dependencies: ["UnlockPolicy"]),
+        .target(name: "SystemFiles", dependencies: ["UnlockPolicy", "TypedJSON"]),
         // Linux interfaces Glibc's module lacks (fanotify, adjtimex).
         .systemLibrary(name: "CLinux"),
         // Enforcers of the policy's effects, one file per shield.

@@ -1,4 +1,5 @@
 // swift-format-ignore-file: AlwaysUseLowerCamelCase
+
 // (the iio_* functions at the end keep their C names: they stand in for libiio's own)
 internal import CLibIIO
 

@@ -13,53 +13,37 @@ import UnlockPolicy
 /// StepGate configuration with a `"detector"` section. Absent keys take their defaults; unknown
 /// keys, wrong types and out-of-range values are errors naming the key.
 func loadDetectorConfiguration(path: String) throws -> DetectorConfiguration {
-    let data = Data(try readConfigurationFile(path: path))
+    let bytes = try readConfigurationFile(path: path)
+    let document: JSONDocument
     do {
-        try StrictJSON.validate(Array(data))
+        document = try JSONDocument.parse(bytes: bytes)
     } catch {
-        throw ConfigurationFileError(path: path, message: "not valid JSON: \(error)")
+        throw ConfigurationFileError(path: path, bytes: bytes, document: nil, error: error)
     }
-    let object: Any
-    do {
-        object = try JSONSerialization.jsonObject(with: data, options: .fragmentsAllowed)
-    } catch {
-        throw ConfigurationFileError(path: path, message: "not valid JSON: \(jsonMessage(error))")
-    }
-    guard let dictionary = object as? [String: Any] else {
+    guard case .object(let members) = document.value else {
         throw ConfigurationFileError(
-            path: path, message: "expected a JSON object at the top level, found \(jsonText(object))")
+            path: path, message: "expected a JSON object at the top level, found \(document.value.excerpt)")
     }
-    var section = data
-    var members = dictionary
-    var prefix = ""
-    if let detector = dictionary["detector"] {
-        guard let detector = detector as? [String: Any] else {
-            throw ConfigurationFileError(
-                path: path, message: "'detector': expected an object, found \(jsonText(detector))")
+    var section = document.value
+    var sectionPath = ""
+    if let detector = members.first(where: { $0.0 == "detector" })?.1 {
+        section = detector
+        sectionPath = "detector"
+    }
+    do throws(JSONPathError) {
+        let configuration = try JSONDecoding.decode(
+            DetectorConfiguration.self, from: section, path: sectionPath)
+        do {
+            try configuration.validate()
+        } catch {
+            throw JSONPathError(
+                path: sectionPath.isEmpty ? error.key : "\(sectionPath).\(error.key)",
+                message: "expected \(error.expected), found \(error.found)")
         }
-        section = try JSONSerialization.data(withJSONObject: detector)
-        members = detector
-        prefix = "detector."
-    }
-    let configuration: DetectorConfiguration
-    do {
-        configuration = try JSONDecoder().decode(DetectorConfiguration.self, from: section)
-    } catch let error as DecodingError {
-        // Foundation reports a number that does not fit its type (7.5 or 1e20 for a whole
-        // number) without the key: find the key by decoding one member at a time.
-        if case .dataCorrupted(let context) = error, context.codingPath.isEmpty,
-            let culprit = culprit(in: members, prefix: prefix)
-        {
-            throw ConfigurationFileError(path: path, message: culprit)
-        }
-        throw ConfigurationFileError(path: path, message: describe(error, prefix: prefix))
-    }
-    do {
-        try configuration.validate()
+        return configuration
     } catch {
-        throw ConfigurationFileError(path: path, message: prefix + error.description)
+        throw ConfigurationFileError(path: path, bytes: bytes, document: document, error: error)
     }
-    return configuration
 }
 
 /// Writes a detector configuration as pretty JSON with sorted keys.
@@ -68,28 +52,6 @@ func encodeDetectorConfiguration(_ configuration: DetectorConfiguration) -> Stri
     encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
     guard let data = try? encoder.encode(configuration) else { return "{}" }
     return String(decoding: data, as: UTF8.self)
-}
-
-/// The first member of a detector object that does not decode on its own, described with its
-/// key, the type expected and the value found; `nil` when every member decodes alone.
-private func culprit(in object: [String: Any], prefix: String) -> String? {
-    for key in object.keys.sorted() {
-        guard let value = object[key],
-            let data = try? JSONSerialization.data(withJSONObject: [key: value], options: .fragmentsAllowed)
-        else { continue }
-        do {
-            _ = try JSONDecoder().decode(DetectorConfiguration.self, from: data)
-        } catch {
-            guard DetectorConfiguration.keys.contains(key) else {
-                return (error as? DecodingError).map { describe($0, prefix: prefix) } ?? "\(error)"
-            }
-            let expected =
-                key == "fillMissedSteps"
-                ? "true or false" : ParameterSpace.integerKeys.contains(key) ? "a whole number" : "a number"
-            return "'\(prefix)\(key)': expected \(expected), found \(jsonText(value))"
-        }
-    }
-    return nil
 }
 
 /// A JSON value as JSON text, for messages (`7.5`, `1e+20`, `null`, `"text"`).
@@ -124,37 +86,4 @@ func systemReason(_ error: any Error) -> String {
         }
     }
     return ns.localizedDescription
-}
-
-private func jsonMessage(_ error: any Error) -> String {
-    let ns = error as NSError
-    return (ns.userInfo[NSDebugDescriptionErrorKey] as? String) ?? ns.localizedDescription
-}
-
-private func describe(_ error: DecodingError, prefix: String) -> String {
-    func path(_ context: DecodingError.Context) -> String {
-        prefix + context.codingPath.map(\.stringValue).joined(separator: ".")
-    }
-    switch error {
-    case .typeMismatch(let type, let context):
-        return "'\(path(context))': expected \(typeName(type))"
-    case .valueNotFound(let type, let context):
-        return "'\(path(context))': expected \(typeName(type)), found null"
-    case .keyNotFound(let key, let context):
-        return "'\(path(context))': missing key '\(key.stringValue)'"
-    case .dataCorrupted(let context):
-        return (context.codingPath.isEmpty ? "" : "'\(path(context))': ") + context.debugDescription
-    @unknown default:
-        return "\(error)"
-    }
-}
-
-private func typeName(_ type: Any.Type) -> String {
-    switch type {
-    case is Double.Type, is Float.Type: "a number"
-    case is Int.Type: "a whole number"
-    case is Bool.Type: "true or false"
-    case is String.Type: "a string"
-    default: "\(type)"
-    }
 }

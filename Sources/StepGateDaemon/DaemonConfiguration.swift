@@ -86,13 +86,13 @@ package struct DaemonConfiguration {
     /// `1.0` kept apart), once.
     package static func load(path: String) throws -> DaemonConfiguration {
         let bytes = try readConfigurationFile(path: path)
-        let document: JSONValue
+        let document: JSONDocument
         do {
-            document = try JSONValue.parse(bytes: bytes)
+            document = try JSONDocument.parse(bytes: bytes)
         } catch {
-            throw ConfigurationFileError(path: path, message: "not valid JSON: \(error)")
+            throw ConfigurationFileError(path: path, bytes: bytes, document: nil, error: error)
         }
-        guard case .object(let members) = document else {
+        guard case .object(let members) = document.value else {
             throw ConfigurationFileError(path: path, message: "expected a JSON object at the top level")
         }
         do {
@@ -100,7 +100,7 @@ package struct DaemonConfiguration {
                 Dictionary(members, uniquingKeysWith: { first, _ in first }),
                 text: String(decoding: bytes, as: UTF8.self), path: path)
         } catch let error as JSONPathError {
-            throw ConfigurationFileError(path: path, message: error.description)
+            throw ConfigurationFileError(path: path, bytes: bytes, document: document, error: error)
         }
     }
 
@@ -112,11 +112,7 @@ package struct DaemonConfiguration {
         guard root["policy"] != nil else {
             throw JSONPathError(path: "policy", message: "missing the policy section")
         }
-        do {
-            policy = try PolicyConfiguration.parse(text)
-        } catch {
-            throw ConfigurationFileError(path: path, message: error.description)
-        }
+        policy = try PolicyConfiguration.parse(text)
         guard let inputObject = object(root["input"]) else {
             throw JSONPathError(path: "input", message: "expected an object with \"replay\" or \"device\"")
         }
@@ -142,16 +138,14 @@ package struct DaemonConfiguration {
             guard case .object = detector else {
                 throw JSONPathError(path: "detector", message: "expected an object")
             }
-            let data = Data(detector.serialized().utf8)
+            configuration.detector = try JSONDecoding.decode(
+                DetectorConfiguration.self, from: detector, path: "detector")
             do {
-                configuration.detector = try JSONDecoder().decode(DetectorConfiguration.self, from: data)
                 try configuration.detector.validate()
-            } catch let error as ConfigurationError {
+            } catch {
                 throw JSONPathError(
                     path: "detector.\(error.key)", message: "expected \(error.expected), found \(error.found)"
                 )
-            } catch {
-                throw JSONPathError(path: "detector", message: "\(error)")
             }
         }
         configuration.stateDirectory =

@@ -1,16 +1,43 @@
 @preconcurrency import Glibc
+package import TypedJSON
 
 /// A configuration file that cannot be used: the file, and what is wrong where.
 public struct ConfigurationFileError: Error, CustomStringConvertible {
     public var path: String
     public var message: String
+    /// Where in the file, when known (from 1).
+    public var line: Int?
+    public var column: Int?
 
-    public init(path: String, message: String) {
+    public init(path: String, message: String, line: Int? = nil, column: Int? = nil) {
         self.path = path
         self.message = message
+        self.line = line
+        self.column = column
     }
 
-    public var description: String { "\(path): \(message)" }
+    /// A JSON problem in the file at `path` (its bytes), as `FILE:LINE:COLUMN: key.path: what`:
+    /// a syntax error where reading stopped, any other at the value its key path names (or the
+    /// nearest enclosing one, for a missing key).
+    package init(path: String, bytes: [UInt8], document: JSONDocument?, error: JSONPathError) {
+        var message = error.description
+        var place: (line: Int, column: Int)?
+        if let offset = error.offset {
+            place = JSONDocument.location(of: offset, in: bytes)
+            let marker = " at byte \(offset):"
+            if let start = message.firstRange(of: marker) {
+                message.replaceSubrange(start, with: ":")
+            }
+        } else {
+            place = document?.location(of: error.path)
+        }
+        self.init(path: path, message: message, line: place?.line, column: place?.column)
+    }
+
+    public var description: String {
+        guard let line, let column else { return "\(path): \(message)" }
+        return "\(path):\(line):\(column): \(message)"
+    }
 }
 
 /// The bytes of a configuration or script file, or an error saying why they cannot be read

@@ -14,7 +14,7 @@ package enum JSONDecoding {
         } catch let error as JSONPathError {
             throw error
         } catch let error as DecodingError {
-            throw JSONPathError(decodingError: error, base: path)
+            throw JSONPathError(decodingError: error)
         } catch {
             throw JSONPathError(path: path, message: "\(error)")
         }
@@ -24,10 +24,11 @@ package enum JSONDecoding {
 }
 
 extension JSONPathError {
-    /// A Swift `DecodingError` (thrown by a type's own `init(from:)`) in StepGate's words.
-    init(decodingError: DecodingError, base: String) {
+    /// A Swift `DecodingError` (thrown by a type's own `init(from:)`) in StepGate's words. The
+    /// decoder's coding paths start with the whole path of the container.
+    init(decodingError: DecodingError) {
         func path(_ codingPath: [any CodingKey]) -> String {
-            codingPath.reduce(base) { path, key in
+            codingPath.reduce("") { path, key in
                 if let index = key.intValue { return "\(path)[\(index)]" }
                 return path.isEmpty ? key.stringValue : "\(path).\(key.stringValue)"
             }
@@ -40,7 +41,7 @@ extension JSONPathError {
         case .typeMismatch(_, let context), .valueNotFound(_, let context):
             self.init(path: path(context.codingPath), message: context.debugDescription)
         @unknown default:
-            self.init(path: base, message: "\(decodingError)")
+            self.init(path: "", message: "\(decodingError)")
         }
     }
 }

@@ -70,10 +70,13 @@ public struct JSONPathError: Error, Hashable, Sendable, CustomStringConvertible 
     public var path: String
     /// What is wrong, in words for the user.
     public var message: String
+    /// For a syntax error, the byte offset where reading stopped.
+    public var offset: Int?
 
-    public init(path: String, message: String) {
+    public init(path: String, message: String, offset: Int? = nil) {
         self.path = path
         self.message = message
+        self.offset = offset
     }
 
     public var description: String { path.isEmpty ? message : "\(path): \(message)" }
@@ -95,12 +98,67 @@ extension JSONValue {
     }
 }
 
+/// A parsed document that remembers where each value began, so an error about a key path can
+/// say `LINE:COLUMN` in the file.
+package struct JSONDocument: Sendable {
+    package let value: JSONValue
+    private let bytes: [UInt8]
+    /// The byte offset of each value by its JSON path (an object member: where its key begins).
+    private let offsets: [String: Int]
+
+    /// Parses one JSON document; a syntax error carries its byte offset (see ``location(of:)``).
+    package static func parse(bytes: [UInt8]) throws(JSONPathError) -> JSONDocument {
+        var parser = JSONParser(bytes: bytes, recordingOffsets: true)
+        let value = try parser.document()
+        return JSONDocument(value: value, bytes: bytes, offsets: parser.offsets)
+    }
+
+    /// Line and column (from 1; the column counts characters) of the value at `path`, or of the
+    /// nearest enclosing value that is there (a missing key is reported at its object).
+    package func location(of path: String) -> (line: Int, column: Int)? {
+        var path = path
+        while true {
+            if let offset = offsets[path] { return Self.location(of: offset, in: bytes) }
+            guard !path.isEmpty else { return nil }
+            if path.hasSuffix("]"), let open = path.lastIndex(of: "[") {
+                path = String(path[..<open])
+            } else if let dot = path.lastIndex(of: ".") {
+                path = String(path[..<dot])
+            } else {
+                path = ""
+            }
+        }
+    }
+
+    /// Line and column (from 1; the column counts characters) of byte `offset` in `bytes`.
+    package static func location(of offset: Int, in bytes: [UInt8]) -> (line: Int, column: Int) {
+        var line = 1
+        var column = 1
+        for byte in bytes.prefix(min(offset, bytes.count)) {
+            if byte == 0x0A {
+                line += 1
+                column = 1
+            } else if byte & 0xC0 != 0x80 {
+                column += 1  // continuation bytes of a UTF-8 character do not count
+            }
+        }
+        return (line, column)
+    }
+}
+
 private struct JSONParser {
     let bytes: [UInt8]
     var index = 0
     let maximumDepth = 64
+    /// Where each value began, by path, when asked for (``JSONDocument``).
+    let recordingOffsets: Bool
+    var offsets: [String: Int] = [:]
+    private var path = ""
 
-    init(bytes: [UInt8]) { self.bytes = bytes }
+    init(bytes: [UInt8], recordingOffsets: Bool = false) {
+        self.bytes = bytes
+        self.recordingOffsets = recordingOffsets
+    }
 
     mutating func document() throws(JSONPathError) -> JSONValue {
         skipSpace()
@@ -111,7 +169,7 @@ private struct JSONParser {
     }
 
     func fail(_ message: String) -> JSONPathError {
-        JSONPathError(path: "", message: "invalid JSON at byte \(index): \(message)")
+        JSONPathError(path: "", message: "invalid JSON at byte \(index): \(message)", offset: index)
     }
 
     mutating func skipSpace() {
@@ -126,6 +184,7 @@ private struct JSONParser {
     mutating func parseValue(depth: Int) throws(JSONPathError) -> JSONValue {
         guard depth < maximumDepth else { throw fail("nesting deeper than \(maximumDepth)") }
         guard index < bytes.count else { throw fail("unexpected end of input") }
+        if recordingOffsets && offsets[path] == nil { offsets[path] = index }
         switch bytes[index] {
         case UInt8(ascii: "{"): return try parseObject(depth: depth)
         case UInt8(ascii: "["): return try parseArray(depth: depth)
@@ -165,13 +224,23 @@ private struct JSONParser {
             guard index < bytes.count, bytes[index] == UInt8(ascii: "\"") else {
                 throw fail("expected a string key")
             }
+            let keyStart = index
             let key = try parseString()
-            guard keys.insert(key).inserted else { throw fail("duplicate key \"\(key)\"") }
+            guard keys.insert(key).inserted else {
+                index = keyStart
+                throw fail("duplicate key \"\(key)\"")
+            }
             skipSpace()
             guard index < bytes.count, bytes[index] == UInt8(ascii: ":") else { throw fail("expected ':'") }
             index += 1
             skipSpace()
+            let outer = path
+            if recordingOffsets {
+                path = path.isEmpty ? key : "\(path).\(key)"
+                offsets[path] = keyStart
+            }
             let value = try parseValue(depth: depth + 1)
+            path = outer
             members.append((key, value))
             skipSpace()
             guard index < bytes.count else { throw fail("unexpected end of input in an object") }
@@ -197,7 +266,10 @@ private struct JSONParser {
         }
         while true {
             skipSpace()
+            let outer = path
+            if recordingOffsets { path = "\(path)[\(elements.count)]" }
             elements.append(try parseValue(depth: depth + 1))
+            path = outer
             skipSpace()
             guard index < bytes.count else { throw fail("unexpected end of input in an array") }
             if bytes[index] == UInt8(ascii: ",") {

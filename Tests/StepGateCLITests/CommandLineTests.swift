@@ -177,20 +177,27 @@ struct CommandLineTests {
         #expect(
             printed.standardOutput.trimmingCharacters(in: .whitespacesAndNewlines)
                 == example.trimmingCharacters(in: .whitespacesAndNewlines))
+        // FILE:LINE:COLUMN: key.path: expected X, found Y.
         let cases = [
-            (#"{"minimumPeek": 0.1}"#, "unknown key 'minimumPeek'"),
-            (#"{"detector": {"minimumPeak": "high"}}"#, "'detector.minimumPeak': expected a number"),
-            (#"{"minimumPeak": 100}"#, "'minimumPeak': expected g in 0...8, found 100.0"),
-            (#"{"minimumPeak": "#, "not valid JSON"),
-            ("[1, 2]", "expected a JSON object"),
-            (#"{"sampleRate": 25, "sampleRate": 1000}"#, "duplicate key \"sampleRate\""),
-            (#"{"maximumGap": 1e300}"#, "'maximumGap': expected seconds"),
+            (#"{"minimumPeek": 0.1}"#, ":1:2: minimumPeek: unknown key 'minimumPeek'"),
+            (
+                #"{"detector": {"minimumPeak": "high"}}"#,
+                #":1:15: detector.minimumPeak: expected a number, found "high""#
+            ),
+            (#"{"minimumPeak": 100}"#, ":1:2: minimumPeak: expected g in 0...8, found 100.0"),
+            (#"{"minimumPeak": "#, ":1:17: invalid JSON: unexpected end of input"),
+            ("[1, 2]", ": expected a JSON object at the top level, found [1,2]"),
+            (#"{"sampleRate": 25, "sampleRate": 1000}"#, ":1:20: invalid JSON: duplicate key \"sampleRate\""),
+            (#"{"maximumGap": 1e300}"#, ":1:2: maximumGap: expected seconds"),
+            // A whole number written as a fraction or with an exponent names its key.
+            ("{\n  \"stepsToConfirm\": 7.5\n}", ":2:3: stepsToConfirm: expected a whole number, found 7.5"),
+            (#"{"stepsToConfirm": 1e20}"#, ":1:2: stepsToConfirm: expected a whole number"),
         ]
         for (text, message) in cases {
             let path = try temporaryFile("c.json", text)
             let result = try stepgate("config", path)
             #expect(result.status == 1)
-            #expect(result.standardError.contains(message), "\(result.standardError)")
+            #expect(result.standardError.contains(path + message), "\(result.standardError)")
             let replay = try stepgate("replay", "--config", path, sample("walk-wrist-100.csv"))
             #expect(replay.status == 1)
         }
