@@ -23,7 +23,7 @@ let package = Package(
         // FILE:LINE:COLUMN; a Decoder over it for Codable types. No Foundation.
         .target(name: "TypedJSON", dependencies: ["Formatting"]),
         // Labelled recording sets, scoring, parameter search, reports.
-        .target(name: "Tuning", dependencies: ["StepDetection", "SensorInput", "Formatting"]),
+        .target(name: "Tuning", dependencies: ["StepDetection", "SensorInput", "Formatting", "TypedJSON"]),
         // The shared unlock policy: pure engine, config, versioned state (Foundation only).
         .target(name: "UnlockPolicy", dependencies: ["Formatting", "TypedJSON"]),
         // The system side of files: atomic durable writes, folder checks, the policy's state file.

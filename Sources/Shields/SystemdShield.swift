@@ -1,5 +1,6 @@
 import Foundation
 import SystemFiles
+import TypedJSON
 public import UnlockPolicy
 
 /// Shields systemd units: on apply, stop the unit and mask it for this boot
@@ -33,7 +34,8 @@ public final class SystemdShield: Shield {
         self.memoryPath = memoryPath
         do {
             if let bytes = try DurableFile.read(memoryPath) {
-                memory = try JSONDecoder().decode([String: UnitMemory].self, from: Data(bytes))
+                memory = try JSONDecoding.decode(
+                    [String: UnitMemory].self, from: JSONValue.parse(bytes: bytes))
             } else {
                 memory = [:]
             }

@@ -3,6 +3,7 @@ import Foundation
 import Shields
 import StepGateDaemon
 import SystemFiles
+import TypedJSON
 import UnlockPolicy
 
 /// `stepgate lift-shields`: lifts everything a stopped daemon left in force, for package
@@ -99,7 +100,7 @@ struct LiftShields: Command {
         let units: [String: Remembered]
         do {
             guard let bytes = try DurableFile.read(memoryPath) else { return [] }
-            units = try JSONDecoder().decode([String: Remembered].self, from: Data(bytes))
+            units = try JSONDecoding.decode([String: Remembered].self, from: JSONValue.parse(bytes: bytes))
         } catch {
             return ["\(memoryPath): \(error)"]
         }

@@ -24,10 +24,7 @@ public struct ConfigurationFileError: Error, CustomStringConvertible {
         var place: (line: Int, column: Int)?
         if let offset = error.offset {
             place = JSONDocument.location(of: offset, in: bytes)
-            let marker = " at byte \(offset):"
-            if let start = message.firstRange(of: marker) {
-                message.replaceSubrange(start, with: ":")
-            }
+            message = error.messageWithoutOffset
         } else {
             place = document?.location(of: error.path)
         }

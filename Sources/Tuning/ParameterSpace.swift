@@ -1,5 +1,6 @@
 public import Foundation
 public import StepDetection
+import TypedJSON
 
 /// The bounds of one tunable detector parameter.
 public struct ParameterBounds: Sendable, Hashable {
@@ -34,13 +35,21 @@ public struct ParameterBounds: Sendable, Hashable {
 public struct ParameterSpaceError: Error, Hashable, CustomStringConvertible {
     public var path: String
     public var message: String
+    /// Where in the file, when known (from 1).
+    public var line: Int?
+    public var column: Int?
 
-    public init(path: String, message: String) {
+    public init(path: String, message: String, line: Int? = nil, column: Int? = nil) {
         self.path = path
         self.message = message
+        self.line = line
+        self.column = column
     }
 
-    public var description: String { "\(path): \(message)" }
+    public var description: String {
+        guard let line, let column else { return "\(path): \(message)" }
+        return "\(path):\(line):\(column): \(message)"
+    }
 }
 
 /// The box the tuner searches: bounds for some detector parameters. Parameters not in the
@@ -84,23 +93,43 @@ public struct ParameterSpace: Sendable, Hashable {
 
     /// Parses a space file. Errors name the file and the key.
     public static func parse(json data: Data, path: String) throws(ParameterSpaceError) -> ParameterSpace {
+        let bytes = Array(data)
+        let document: JSONDocument
+        do {
+            document = try JSONDocument.parse(bytes: bytes)
+        } catch {
+            let place = error.offset.map { JSONDocument.location(of: $0, in: bytes) }
+            throw ParameterSpaceError(
+                path: path, message: error.messageWithoutOffset, line: place?.line, column: place?.column)
+        }
+        /// An error at `key` (the whole file when empty), with its line and column.
+        func failure(_ key: String, _ message: String) -> ParameterSpaceError {
+            let place = document.location(of: key)
+            return ParameterSpaceError(
+                path: path, message: key.isEmpty ? message : "\(key): \(message)", line: place?.line,
+                column: place?.column)
+        }
+        guard case .object = document.value else {
+            throw failure(
+                "",
+                "expected a JSON object of parameters, e.g. {\"minimumPeak\": {\"min\": 0.03, \"max\": 0.1}}, "
+                    + "found \(document.value.excerpt)")
+        }
         let entries: [String: RawEntry]
         do {
-            entries = try JSONDecoder().decode([String: RawEntry].self, from: data)
-        } catch let error as DecodingError {
-            throw ParameterSpaceError(path: path, message: describe(error))
+            entries = try JSONDecoding.decode([String: RawEntry].self, from: document.value)
         } catch {
-            throw ParameterSpaceError(path: path, message: "not valid JSON: \(error)")
+            throw failure(error.path, error.message)
         }
         guard !entries.isEmpty else {
-            throw ParameterSpaceError(path: path, message: "expected at least one parameter")
+            throw failure("", "expected at least one parameter")
         }
         for key in entries.keys.sorted() where !tunableKeys.contains(key) {
             let hint =
                 key == "fillMissedSteps"
                 ? "a true/false parameter cannot be searched; set it in --config"
                 : "expected one of: \(tunableKeys.joined(separator: ", "))"
-            throw ParameterSpaceError(path: path, message: "unknown parameter '\(key)': \(hint)")
+            throw failure(key, "unknown parameter: \(hint)")
         }
         var parameters: [ParameterBounds] = []
         // Search in the configuration's declaration order, so a file's key order does not matter.
@@ -108,17 +137,14 @@ public struct ParameterSpace: Sendable, Hashable {
             guard let entry = entries[key] else { continue }
             let (low, high) = (entry.min, entry.max)
             guard low.isFinite && high.isFinite && low <= high else {
-                throw ParameterSpaceError(
-                    path: path, message: "'\(key)': expected min ≤ max, found min \(low), max \(high)")
+                throw failure(key, "expected min ≤ max, found min \(low), max \(high)")
             }
             if integerKeys.contains(key) && entry.integer == false {
-                throw ParameterSpaceError(
-                    path: path, message: "'\(key).integer': this parameter takes whole numbers")
+                throw failure("\(key).integer", "this parameter takes whole numbers")
             }
             let isInteger = integerKeys.contains(key) || entry.integer == true
             if isInteger && (low != low.rounded() || high != high.rounded()) {
-                throw ParameterSpaceError(
-                    path: path, message: "'\(key)': expected whole-number bounds, found \(low)...\(high)")
+                throw failure(key, "expected whole-number bounds, found \(low)...\(high)")
             }
             // Each end of the range must be valid for the parameter on its own (defaults elsewhere).
             for end in [low, high] {
@@ -127,9 +153,7 @@ public struct ParameterSpace: Sendable, Hashable {
                 do {
                     try probe.validate()
                 } catch  where error.key == key {
-                    throw ParameterSpaceError(
-                        path: path,
-                        message: "'\(key)': \(jsonNumber(end)) is out of range: expected \(error.expected)")
+                    throw failure(key, "\(jsonNumber(end)) is out of range: expected \(error.expected)")
                 } catch {}
             }
             parameters.append(ParameterBounds(key: key, minimum: low, maximum: high, isInteger: isInteger))
@@ -188,37 +212,6 @@ public struct ParameterSpace: Sendable, Hashable {
     /// Where `configuration` lies in the unit cube (clamped to the bounds).
     public func point(of configuration: DetectorConfiguration) -> [Double] {
         parameters.map { $0.unit(of: configuration[parameter: $0.key]) }
-    }
-}
-
-private func describe(_ error: DecodingError) -> String {
-    func path(_ context: DecodingError.Context) -> String {
-        context.codingPath.map(\.stringValue).joined(separator: ".")
-    }
-    switch error {
-    case .typeMismatch(let type, let context):
-        let expected =
-            type == Bool.self
-            ? "true or false"
-            : type == Double.self
-                ? "a number" : "an object {\"min\": …, \"max\": …}"
-        if context.codingPath.isEmpty {
-            return
-                "expected a JSON object of parameters, e.g. {\"minimumPeak\": {\"min\": 0.03, \"max\": 0.1}}"
-        }
-        return "'\(path(context))': expected \(expected)"
-    case .valueNotFound(_, let context):
-        return "'\(path(context))': expected a value, found null"
-    case .keyNotFound(let key, let context):
-        return "'\(path(context))': missing '\(key.stringValue)'"
-    case .dataCorrupted(let context):
-        if context.codingPath.isEmpty {
-            let underlying = (context.underlyingError.map { "\($0)" }) ?? context.debugDescription
-            return "not valid JSON: \(underlying)"
-        }
-        return "'\(path(context))': \(context.debugDescription)"
-    @unknown default:
-        return "\(error)"
     }
 }
 

@@ -80,6 +80,15 @@ public struct JSONPathError: Error, Hashable, Sendable, CustomStringConvertible 
     }
 
     public var description: String { path.isEmpty ? message : "\(path): \(message)" }
+
+    /// The message without the byte offset a syntax error names, for when the error is shown
+    /// with its line and column instead.
+    package var messageWithoutOffset: String {
+        guard let offset, let range = message.firstRange(of: " at byte \(offset):") else { return message }
+        var text = message
+        text.replaceSubrange(range, with: ":")
+        return text
+    }
 }
 
 // MARK: - Parsing

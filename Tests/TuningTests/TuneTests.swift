@@ -30,27 +30,42 @@ struct ParameterSpaceTests {
         #expect(space == ParameterSpace.default)
     }
 
+    /// FILE:LINE:COLUMN: key.path: what, for every way a space file can be wrong.
     @Test(arguments: [
-        (#"{"minimumPeek": {"min": 0, "max": 1}}"#, "unknown parameter 'minimumPeek'"),
+        (#"{"minimumPeek": {"min": 0, "max": 1}}"#, "space.json:1:2: minimumPeek: unknown parameter"),
         (#"{"fillMissedSteps": {"min": 0, "max": 1}}"#, "cannot be searched"),
-        (#"{"minimumPeak": {"min": 0.03}}"#, "'minimumPeak': missing 'max'"),
-        (#"{"minimumPeak": {"min": 0.1, "max": 0.03}}"#, "expected min ≤ max"),
-        (#"{"minimumPeak": {"min": "low", "max": 0.1}}"#, "'minimumPeak.min': expected a number"),
-        (#"{"minimumPeak": {"min": 0.01, "max": 0.1, "step": 2}}"#, "'minimumPeak.step': unknown field"),
+        (#"{"minimumPeak": {"min": 0.03}}"#, "space.json:1:2: minimumPeak.max: missing required key"),
+        (#"{"minimumPeak": {"min": 0.1, "max": 0.03}}"#, "space.json:1:2: minimumPeak: expected min ≤ max"),
+        (
+            #"{"minimumPeak": {"min": "low", "max": 0.1}}"#,
+            #"space.json:1:18: minimumPeak.min: expected a number, found "low""#
+        ),
+        (
+            #"{"minimumPeak": {"min": 0.01, "max": 0.1, "step": 2}}"#,
+            "space.json:1:43: minimumPeak.step: unknown field"
+        ),
         (#"{"stepsToConfirm": {"min": 6.5, "max": 12}}"#, "expected whole-number bounds"),
-        (#"{"stepsToConfirm": {"min": 6, "max": 12, "integer": false}}"#, "takes whole numbers"),
+        (
+            #"{"stepsToConfirm": {"min": 6, "max": 12, "integer": false}}"#,
+            "stepsToConfirm.integer: this parameter takes whole numbers"
+        ),
         (
             #"{"minimumPeak": {"min": -1, "max": 0.1}}"#,
-            "'minimumPeak': -1 is out of range: expected g in 0...8"
+            "minimumPeak: -1 is out of range: expected g in 0...8"
         ),
-        (#"{"minimumPeak": 0.05}"#, "'minimumPeak': expected an object"),
-        (#"[1, 2]"#, "expected a JSON object of parameters"),
+        (#"{"minimumPeak": 0.05}"#, "space.json:1:2: minimumPeak: expected an object, found 0.05"),
+        (#"[1, 2]"#, "space.json:1:1: expected a JSON object of parameters"),
         (#"{}"#, "expected at least one parameter"),
-        (#"{"minimumPeak": "#, "not valid JSON"),
+        (#"{"minimumPeak": "#, "space.json:1:17: invalid JSON"),
+        // Duplicate keys are refused, not silently merged.
+        (
+            "{\"minimumPeak\": {\"min\": 0.01, \"max\": 0.1},\n \"minimumPeak\": {\"min\": 0.5, \"max\": 0.6}}",
+            "space.json:2:2: invalid JSON: duplicate key \"minimumPeak\""
+        ),
     ])
     func rejectsBadSpacesNamingTheKey(json: String, message: String) {
         let error = #expect(throws: ParameterSpaceError.self) { try parse(json) }
-        #expect(error?.description.hasPrefix("space.json: ") == true)
+        #expect(error?.description.hasPrefix("space.json:") == true)
         #expect(error?.description.contains(message) == true, "\(String(describing: error))")
     }
 
