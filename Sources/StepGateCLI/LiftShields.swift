@@ -96,7 +96,10 @@ struct LiftShields: Command {
     /// was running before is started again and the memory is emptied).
     static func liftUnits(_ settings: Settings) -> [String] {
         let memoryPath = settings.stateDirectory + "/systemd-units.json"
-        struct Remembered: Decodable { var stores: [String] }
+        struct Remembered: Decodable {
+            var stores: [String]
+            var wasActive: Bool
+        }
         let units: [String: Remembered]
         do {
             guard let bytes = try DurableFile.read(memoryPath) else { return [] }
