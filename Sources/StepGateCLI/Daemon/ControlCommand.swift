@@ -16,6 +16,8 @@ struct ControlSocketError: Error, CustomStringConvertible {
 enum ControlCommand: Sendable, Equatable {
     case ping
     case status
+    /// The step history of the last `days` local days (1–400).
+    case history(days: Int)
     /// The launch guard's question: the path it would start and, optionally, that path resolved
     /// by the client. Only ever compared as text.
     case check(executable: String, resolved: String?)
@@ -32,7 +34,7 @@ enum ControlCommand: Sendable, Equatable {
     /// Whether only root or the admin group may ask it.
     var changesPolicy: Bool {
         switch self {
-        case .ping, .status, .check: false
+        case .ping, .status, .history, .check: false
         case .lock, .skip, .emergency, .reload: true
         }
     }
@@ -45,7 +47,7 @@ enum ControlCommand: Sendable, Equatable {
             case .lock(let store, let minutes): .lock(store: store, duration: .seconds(minutes * 60), by: who)
             case .skip(let schedule, let occurrence): .skip(schedule: schedule, occurrence: occurrence)
             case .emergency(let store): .emergencyUnlock(store: store, by: who)
-            case .ping, .status, .check, .reload: nil
+            case .ping, .status, .history, .check, .reload: nil
             }
         }
     #endif
@@ -77,6 +79,16 @@ enum ControlCommand: Sendable, Equatable {
             case "ping": return .success(.ping)
             case "status": return .success(.status)
             case "reload": return .success(.reload)
+            case "history":
+                let value = members["days"] ?? 14
+                // Not `value is Bool`: on Linux the number 1 passes that test; a boolean's type is "c".
+                guard let number = value as? NSNumber, String(cString: number.objCType) != "c",
+                    number.doubleValue.rounded() == number.doubleValue, (1...400).contains(number.doubleValue)
+                else {
+                    throw ControlSocketError(
+                        message: "history: \"days\" must be a whole number from 1 to 400")
+                }
+                return .success(.history(days: number.intValue))
             case "check":
                 return .success(
                     .check(

@@ -140,6 +140,8 @@ final class Daemon {
     /// Each configured executable's resolved path, for the launch guard's `check` (resolved
     /// here, from the administrator's configuration, never from what a client sends).
     private var resolvedExecutables: [String: String] = [:]
+    /// The step history (steps.json): fed by the input task, read for status and history.
+    private let ledger: StepLedger
 
     init(configuration: DaemonConfiguration, configPath: String, log: Logger) throws {
         self.configuration = configuration
@@ -159,6 +161,9 @@ final class Daemon {
         if case .failure(let error) = loaded { log.error("\(error); starting locked") }
         lastZone = SystemClock.zoneIdentifier()
         engine = PolicyEngine(configuration: configuration.policy, restoring: loaded, systemZone: lastZone)
+        ledger = StepLedger(
+            path: configuration.stateDirectory + "/steps.json",
+            clock: .policy(configuration.policy, systemZone: lastZone), warn: { log.warning($0) })
         shields = ShieldSet([])
         shields = makeShields(configuration)
         let inbox = inbox
@@ -312,6 +317,7 @@ final class Daemon {
                     let zone = SystemClock.zoneIdentifier()
                     if zone != lastZone {
                         lastZone = zone
+                        ledger.clock = .policy(configuration.policy, systemZone: zone)
                         perform(engine.handle(.zoneChanged(zone), at: SystemClock.now()))
                     }
                     resolveExecutables()
@@ -481,6 +487,8 @@ final class Daemon {
             request.respond(#"{"ok":true}"#)
         case .status:
             request.respond(statusJSON(now))
+        case .history(let days):
+            request.respond(ledger.historyJSON(days: days, goal: historyGoal(configuration.policy)))
         case .check(let executable, let resolved):
             request.respond(checkJSON(executable, resolved: resolved, now))
         case .reload:
@@ -523,6 +531,7 @@ final class Daemon {
         }
         configuration.policy = fresh.policy
         configuration.messages = fresh.messages
+        ledger.clock = .policy(fresh.policy, systemZone: lastZone)
         resolveExecutables()
         updateBrowserPolicies()
         perform(engine.handle(.command(.reload(fresh.policy)), at: SystemClock.now()))
@@ -559,6 +568,7 @@ final class Daemon {
         line.add("samples", counts.samples)
         line.add("stepsSinceStart", counts.steps)
         line.add("stepsToday", counts.today)
+        line.addRaw("lastDays", ledger.lastDaysJSON())
         line.addRaw("stores", "[" + stores.joined(separator: ",") + "]")
         line.add("emergencyRemaining", status.emergencyRemaining)
         line.addRaw("problems", "[" + status.problems.map(JSONLine.quoted).joined(separator: ",") + "]")
@@ -646,6 +656,7 @@ final class Daemon {
         let inbox = inbox
         let detectorConfiguration = configuration.detector
         let statistics = input
+        let ledger = ledger
         switch configuration.input {
         case .replay(let path, let speed):
             inputState = "replaying \(path)"
@@ -653,7 +664,7 @@ final class Daemon {
                 do {
                     try await Daemon.replay(
                         path: path, speed: speed, detector: detectorConfiguration, statistics: statistics,
-                        inbox)
+                        ledger: ledger, inbox)
                     inbox.post(.inputEnded(nil))
                 } catch is CancellationError {
                 } catch {
@@ -662,12 +673,11 @@ final class Daemon {
             }
         case .device(let name, let uri, let rate):
             inputState = "IIO \(name ?? "accelerometer")\(uri.map { " at \($0)" } ?? "") at \(rate) Hz"
-            let ledgerPath = configuration.stateDirectory + "/steps.json"
             let log = log
             return Task.detached {
                 await Daemon.live(
                     device: name, uri: uri, rate: rate, detector: detectorConfiguration,
-                    ledgerPath: ledgerPath,
+                    ledger: ledger,
                     statistics: statistics, log: log, inbox)
             }
         }
@@ -678,9 +688,8 @@ final class Daemon {
     /// reconnects by itself. Today's steps are kept in a ledger so a restart continues the day.
     private static func live(
         device: String?, uri: String?, rate: Double, detector configuration: DetectorConfiguration,
-        ledgerPath: String, statistics: InputStatistics, log: Logger, _ inbox: Inbox
+        ledger: StepLedger, statistics: InputStatistics, log: Logger, _ inbox: Inbox
     ) async {
-        var ledger = StepLedger(path: ledgerPath, warn: { log.warning($0) })
         statistics.counts.withLock { $0.today = ledger.steps }
         var reported: String?
         while !Task.isCancelled {
@@ -729,8 +738,10 @@ final class Daemon {
     /// Replays a recording paced to the wall clock (`speed` times real time).
     private static func replay(
         path: String, speed: Double, detector configuration: DetectorConfiguration,
-        statistics: InputStatistics, _ inbox: Inbox
+        statistics: InputStatistics, ledger: StepLedger, _ inbox: Inbox
     ) async throws {
+        // The replay's steps go into the history too (saved when it ends).
+        defer { try? ledger.save() }
         var reader = try RecordingReader(path: path)
         var detector = StepDetector(
             configuration: configuration,
@@ -749,6 +760,7 @@ final class Daemon {
                     // Counted before the steps are posted: `status` never shows fewer steps
                     // today than a gate has been given.
                     statistics.counts.withLock { $0 = (samples, detector.count, detector.count) }
+                    ledger.add(pending)
                     inbox.post(.steps(pending))
                     pending = 0
                 }
@@ -763,7 +775,10 @@ final class Daemon {
             }
         }
         statistics.counts.withLock { $0 = (samples, detector.count, detector.count) }
-        if pending > 0 { inbox.post(.steps(pending)) }
+        if pending > 0 {
+            ledger.add(pending)
+            inbox.post(.steps(pending))
+        }
     }
 }
 
