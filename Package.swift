@@ -25,11 +25,16 @@ let package = Package(
         .systemLibrary(name: "CLinux"),
         // Enforcers of the policy's effects, one file per shield.
         .target(name: "Shields", dependencies: ["UnlockPolicy", "SystemFiles", "CLinux"]),
+        // sd-bus, libsystemd's D-Bus client (pkg-config "libsystemd").
+        .systemLibrary(name: "CSystemd", pkgConfig: "libsystemd", providers: [.apt(["libsystemd-dev"])]),
+        // Desktop notifications on a user's session bus (org.freedesktop.Notifications).
+        .target(name: "Notifications", dependencies: ["CSystemd"]),
         // The imperative shell: one file per subcommand.
         .target(
             name: "StepGateCLI",
             dependencies: [
                 "StepDetection", "SensorInput", "Tuning", "UnlockPolicy", "SystemFiles", "Shields", "CLinux",
+                "Notifications",
             ]),
         .executableTarget(name: "stepgate", dependencies: ["StepGateCLI"]),
         // Test support: fakes and fixture loading, for test targets only.
@@ -44,6 +49,8 @@ let package = Package(
             name: "SystemFilesTests", dependencies: ["SystemFiles", "UnlockPolicy", "StepGateTestSupport"]),
         .testTarget(
             name: "ShieldsTests", dependencies: ["Shields", "UnlockPolicy", "StepGateTestSupport", "CLinux"]),
+        .testTarget(
+            name: "NotificationsTests", dependencies: ["Notifications", "CSystemd", "StepGateTestSupport"]),
         .testTarget(
             name: "TuningTests",
             dependencies: ["Tuning", "StepDetection", "SensorInput", "StepGateTestSupport"]),

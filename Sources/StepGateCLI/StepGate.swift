@@ -35,6 +35,9 @@ public enum StepGate {
         case "--version":
             print(version)
             return 0
+        case "notify-helper":
+            // Internal: the daemon's messenger to a user's session bus (not listed in help).
+            return NotifyHelper.main(Array(arguments.dropFirst()))
         case "help":
             guard let name = arguments.dropFirst().first else {
                 print(rootHelp)
