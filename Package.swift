@@ -58,7 +58,7 @@ let package = Package(
             name: "StepGateCLITests",
             dependencies: [
                 "StepGateCLI", "StepGateTestSupport", "stepgate", "SensorInput", "StepDetection", "Tuning",
-                "CLinux",
+                "CLinux", "Notifications",
             ]
         ),
     ],
