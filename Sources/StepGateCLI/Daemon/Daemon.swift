@@ -25,6 +25,8 @@ enum DaemonEvent: Sendable {
     case shieldsChanged
     /// A shield finished an operation (see ``ShieldWorkers``).
     case shieldOutcome(ShieldOutcome)
+    /// The exec shield denied a launch (for the shield screen on the user's desktop).
+    case execDenied(ExecDenial)
 }
 
 /// The loop's inbox. Nothing the gate needs can be dropped: steps add up, ticks, signals and
@@ -41,6 +43,9 @@ final class Inbox: Sendable {
         var requests: [ControlRequest] = []
         /// Bounded by the daemon's own operations (a few per shield and store per tick).
         var outcomes: [ShieldOutcome] = []
+        /// Denied launches waiting for their notice; at most 32 (the rest are dropped: a notice
+        /// per user and store is rate-limited anyway, and a flood must not grow the inbox).
+        var denials: [ExecDenial] = []
     }
     private let pending = Mutex(Pending())
     private let doorbell: AsyncStream<Void>.Continuation
@@ -62,6 +67,7 @@ final class Inbox: Sendable {
             case .inputEnded(let reason): p.inputEnded = .some(reason)
             case .shieldsChanged: p.shieldsChanged = true
             case .shieldOutcome(let outcome): p.outcomes.append(outcome)
+            case .execDenied(let denial): if p.denials.count < 32 { p.denials.append(denial) }
             }
         }
         doorbell.yield()
@@ -80,6 +86,7 @@ final class Inbox: Sendable {
             if p.steps > 0 { events.append(.steps(p.steps)) }
             if case .some(let reason) = p.inputEnded { events.append(.inputEnded(reason)) }
             events += p.requests.map { .request($0) }
+            events += p.denials.map { .execDenied($0) }
             let stop = p.stop
             p = Pending()
             p.stop = stop  // a stop stays latched
@@ -142,6 +149,8 @@ final class Daemon {
     private var resolvedExecutables: [String: String] = [:]
     /// The step history (steps.json): fed by the input task, read for status and history.
     private let ledger: StepLedger
+    /// Desktop notices: the shield screen and the notices around an unlock.
+    private var notices: DesktopNotices
 
     init(configuration: DaemonConfiguration, configPath: String, log: Logger) throws {
         self.configuration = configuration
@@ -164,6 +173,7 @@ final class Daemon {
         ledger = StepLedger(
             path: configuration.stateDirectory + "/steps.json",
             clock: .policy(configuration.policy, systemZone: lastZone), warn: { log.warning($0) })
+        notices = DesktopNotices(settings: configuration.notifications, log: log)
         shields = ShieldSet([])
         shields = makeShields(configuration)
         let inbox = inbox
@@ -226,6 +236,7 @@ final class Daemon {
                 }
                 let inbox = inbox
                 shield.onChange = { inbox.post(.shieldsChanged) }
+                shield.onDenied = { inbox.post(.execDenied($0)) }
                 list.append(shield)
             } catch {
                 log.error("\(error)")
@@ -329,6 +340,8 @@ final class Daemon {
                     handle(outcome)
                 case .request(let request):
                     answer(request)
+                case .execDenied(let denial):
+                    showShieldScreen(denial)
                 case .signal(SIGHUP):
                     let result = reload()
                     if let error = result { log.error("reload: \(error); keeping the old configuration") }
@@ -458,12 +471,23 @@ final class Daemon {
     }
 
     private func notifyDesktop(_ notice: PolicyNotice) {
-        guard ProcessInfo.processInfo.environment["DBUS_SESSION_BUS_ADDRESS"] != nil,
-            let notifySend = CommandRunner().resolve("notify-send")
-        else { return }
-        let text = notice.description
-        DispatchQueue.global().async {
-            _ = try? CommandRunner().run([notifySend, "StepGate", text], timeout: 5, shield: "notify")
+        notices.policy(notice, zone: configuration.policy.timeZone ?? lastZone)
+    }
+
+    /// The shield screen for a denied launch, on the desktop of the user who tried (queued:
+    /// nothing here waits on their bus), and a line in the journal.
+    private func showShieldScreen(_ denial: ExecDenial) {
+        let status = engine.status(at: SystemClock.now())
+        for store in denial.stores {
+            let s = status.stores.first { $0.name == store }
+            let sent = notices.denied(
+                denial, store: store, message: configuration.messages[store],
+                stepsToGo: s?.nextGoal.map { max(0, $0 - (s?.steps ?? 0)) }, note: s?.note)
+            if sent {
+                log.notice(
+                    "\(store): launch of \(denial.path) denied to uid \(denial.uid.map(String.init) ?? "?") "
+                        + "(pid \(denial.pid)); shield screen sent")
+            }
         }
     }
 
@@ -531,6 +555,10 @@ final class Daemon {
         }
         configuration.policy = fresh.policy
         configuration.messages = fresh.messages
+        if fresh.notifications != configuration.notifications {
+            configuration.notifications = fresh.notifications
+            notices = DesktopNotices(settings: fresh.notifications, log: log)
+        }
         ledger.clock = .policy(fresh.policy, systemZone: lastZone)
         resolveExecutables()
         updateBrowserPolicies()

@@ -74,9 +74,12 @@ struct DaemonConfiguration {
     var nftables: Nftables?
     var hooks: [String: HookShield.Hook] = [:]
     var messages: [String: Message] = [:]
+    /// Desktop notices (see ``NoticeSettings``).
+    var notifications = NoticeSettings()
 
     static let keys: Set<String> = [
         "input", "detector", "policy", "stateDirectory", "controlSocket", "adminGroup", "shields", "messages",
+        "notifications",
     ]
 
     /// Reads and checks a configuration file; errors name the file and the key path. The file is
@@ -304,6 +307,7 @@ struct DaemonConfiguration {
                     subtitle: try string(message["subtitle"], at: "\(at).subtitle") ?? "")
             }
         }
+        configuration.notifications = try NoticeSettings.parse(root["notifications"], policy: policy)
         return configuration
     }
 
