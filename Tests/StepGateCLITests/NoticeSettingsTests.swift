@@ -52,18 +52,23 @@ struct NoticeSettingsTests {
         let notices = DesktopNotices(settings: NoticeSettings(), log: Logger(level: .error))
         let until = Date(timeIntervalSince1970: 1_764_610_800)  // 2025-12-01T17:40:00Z
         let unlocked = notices.desktopNotice(
-            for: PolicyNotice(kind: .ownerRemoved, store: "games", owner: "gate", until: until, reason: "goal met"),
+            for: PolicyNotice(
+                kind: .ownerRemoved, store: "games", owner: "gate", until: until, reason: "goal met"),
             zone: "Europe/Berlin")
         #expect(unlocked?.kind == "unlocked")
         #expect(unlocked?.1.summary == "games unlocked until 18:40")
         let relocked = notices.desktopNotice(
-            for: PolicyNotice(kind: .ownerAdded, store: "games", owner: "gate", reason: "window over"), zone: "UTC")
+            for: PolicyNotice(kind: .ownerAdded, store: "games", owner: "gate", reason: "window over"),
+            zone: "UTC")
         #expect(relocked?.kind == "relocked" && relocked?.1.summary == "games is shielded again")
         let emergency = notices.desktopNotice(
             for: PolicyNotice(kind: .emergencyStarted, store: "games", until: until, reason: "used by uid 0"),
             zone: "UTC")
-        #expect(emergency?.1.summary == "games: emergency unlock until 17:40" && emergency?.1.urgency == .critical)
         #expect(
-            notices.desktopNotice(for: PolicyNotice(kind: .clockJumped, reason: "jumped"), zone: "UTC") == nil)
+            emergency?.1.summary == "games: emergency unlock until 17:40" && emergency?.1.urgency == .critical
+        )
+        #expect(
+            notices.desktopNotice(for: PolicyNotice(kind: .clockJumped, reason: "jumped"), zone: "UTC") == nil
+        )
     }
 }
