@@ -1,5 +1,6 @@
 import CSystemd
 import Foundation
+import Glibc
 import Notifications
 import StepGateTestSupport
 import Synchronization

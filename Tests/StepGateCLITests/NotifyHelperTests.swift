@@ -1,4 +1,5 @@
 import Foundation
+import Glibc
 import Notifications
 import StepGateTestSupport
 import Testing

@@ -1,4 +1,6 @@
+import CLinux
 import Foundation
+import Glibc
 import StepGateTestSupport
 import Testing
 
