@@ -15,7 +15,7 @@ private let shieldNotice = DesktopNotice(
 @Suite(
     "Desktop notifications on a private session bus",
     .enabled(if: dbusDaemonAvailable, "needs dbus-daemon (scripts/install-deps.sh installs it)"),
-    .timeLimit(.minutes(1)))
+    .timeLimit(.minutes(4)))
 struct NotificationTests {
     @Test func notifyCarriesSummaryBodyActionsUrgencyAndReplacesThePreviousOne() throws {
         let bus = try PrivateSessionBus()
