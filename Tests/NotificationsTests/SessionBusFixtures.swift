@@ -28,9 +28,26 @@ final class PrivateSessionBus {
         process.standardError = FileHandle.nullDevice
         try process.run()
         for _ in 0..<200 where !FileManager.default.fileExists(atPath: socketPath) { usleep(10_000) }
-        guard FileManager.default.fileExists(atPath: socketPath) else {
-            throw FixtureError("dbus-daemon did not create \(socketPath)")
+        // The file appears at bind(), before listen(): ready once a connection is accepted.
+        for _ in 0..<300 where !PrivateSessionBus.accepts(socketPath) { usleep(10_000) }
+        guard PrivateSessionBus.accepts(socketPath) else {
+            throw FixtureError("dbus-daemon does not accept connections on \(socketPath)")
         }
+    }
+
+    static func accepts(_ path: String) -> Bool {
+        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &address.sun_path) { raw in
+            for (i, byte) in path.utf8.enumerated() { raw[i] = byte }
+        }
+        return withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+            }
+        } == 0
     }
 
     deinit {

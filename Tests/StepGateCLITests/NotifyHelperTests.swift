@@ -36,6 +36,7 @@ private final class AsNobody {
 struct NotifyHelperTests {
     private func waitFor(_ path: String) {
         for _ in 0..<300 where !FileManager.default.fileExists(atPath: path) { usleep(10_000) }
+        usleep(300_000)  // the file appears at bind(), a moment before listen()
     }
 
     @Test func theHelperSpeaksToAUsersBusAsThatUserAndNeverAsRoot() throws {

@@ -95,6 +95,7 @@ struct ShieldScreenTests {
             bus.waitUntilExit()
         }
         for _ in 0..<300 where !FileManager.default.fileExists(atPath: busPath) { usleep(10_000) }
+        usleep(300_000)  // the file appears at bind(), a moment before listen()
         let monitorLog = folder.appendingPathComponent("monitor.log").path
         _ = FileManager.default.createFile(atPath: monitorLog, contents: nil)
         let monitor = Process()
