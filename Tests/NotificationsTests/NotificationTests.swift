@@ -65,6 +65,7 @@ struct NotificationTests {
         // After the interval the same key goes out again.
         clock.withLock { $0 += .seconds(61) }
         #expect(dispatcher.post(shieldNotice, to: user, key: "deny:games") == .queued)
+        #expect(dispatcher.waitUntilIdle(timeout: .seconds(10)))  // users' queues run side by side
         #expect(
             dispatcher.post(
                 shieldNotice, to: NoticeRecipient(uid: 1001, gid: 1001, address: bus.address),
