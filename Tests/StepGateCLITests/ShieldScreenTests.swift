@@ -114,9 +114,9 @@ struct ShieldScreenTests {
         }
         func seen() -> String { (try? String(contentsOfFile: monitorLog, encoding: .utf8)) ?? "" }
         for _ in 0..<300 where seen().isEmpty { usleep(10_000) }
-        usleep(2_200_000)  // past the rate limit of the first phase's notices
+        usleep(3_200_000)  // past the rate limit (2 s) of the first phase's notice
         for _ in 0..<5 { #expect(try launchAsNobody().status == 126) }
-        let deadline = Date().addingTimeInterval(8)
+        let deadline = Date().addingTimeInterval(15)
         while !seen().contains("Walk now") && Date() < deadline { usleep(50_000) }
         usleep(500_000)
         let log = seen()
