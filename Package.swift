@@ -32,21 +32,24 @@ let package = Package(
         .systemLibrary(name: "CLinux"),
         // Enforcers of the policy's effects, one file per shield.
         .target(name: "Shields", dependencies: ["UnlockPolicy", "SystemFiles", "TypedJSON", "CLinux"]),
+        // sd-bus, libsystemd's D-Bus client (pkg-config "libsystemd").
+        .systemLibrary(name: "CSystemd", pkgConfig: "libsystemd", providers: [.apt(["libsystemd-dev"])]),
+        // Desktop notifications on a user's session bus (org.freedesktop.Notifications).
+        .target(name: "Notifications", dependencies: ["CSystemd"]),
         // The live pipeline: the event loop, the control socket, timers and the input, with the
         // clock, the shields, the socket and the sample source injected.
         .target(
             name: "StepGateDaemon",
             dependencies: [
                 "StepDetection", "SensorInput", "UnlockPolicy", "SystemFiles", "Shields", "Formatting",
-                "CLinux",
+                "Notifications", "CLinux",
             ]),
         // The imperative shell: one file per subcommand.
         .target(
             name: "StepGateCLI",
             dependencies: [
                 "StepDetection", "SensorInput", "Tuning", "UnlockPolicy", "SystemFiles", "Shields",
-                "Formatting",
-                "StepGateDaemon",
+                "Formatting", "StepGateDaemon", "Notifications", "CLinux",
             ]),
         .executableTarget(
             name: "stepgate", dependencies: ["StepGateCLI"],
@@ -74,6 +77,8 @@ let package = Package(
             name: "ShieldsTests",
             dependencies: ["Shields", "UnlockPolicy", "TypedJSON", "StepGateTestSupport", "CLinux"]),
         .testTarget(
+            name: "NotificationsTests", dependencies: ["Notifications", "CSystemd", "StepGateTestSupport"]),
+        .testTarget(
             name: "TuningTests",
             dependencies: ["Tuning", "StepDetection", "SensorInput", "StepGateTestSupport"]),
         .testTarget(
@@ -87,7 +92,7 @@ let package = Package(
             dependencies: [
                 "StepGateCLI", "StepGateDaemon", "StepGateTestSupport", "stepgate", "SensorInput",
                 "StepDetection",
-                "Tuning", "UnlockPolicy", "Shields", "Formatting", "TypedJSON", "CLinux",
+                "Tuning", "UnlockPolicy", "Shields", "Formatting", "TypedJSON", "CLinux", "Notifications",
             ]
         ),
     ],

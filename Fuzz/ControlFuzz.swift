@@ -30,6 +30,8 @@ public func controlFuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {
     case .check(let executable, let resolved):
         precondition(executable.utf8.count <= ControlCommand.maximumText)
         precondition((resolved?.utf8.count ?? 0) <= ControlCommand.maximumText)
+    case .history(let days):
+        precondition((1...400).contains(days))
     default: break
     }
     guard let policy = command.policyCommand(by: "uid 0") else { return 0 }

@@ -3,7 +3,7 @@
 _stepgate() {
     local cur="${COMP_WORDS[COMP_CWORD]}"
     local prev="${COMP_WORDS[COMP_CWORD-1]}"
-    local commands="replay eval tune plot simulate devices record run daemon status lock skip unlock reload exec config bench completions lift-shields help"
+    local commands="replay eval tune plot simulate devices record run daemon status history lock skip unlock reload exec config bench completions lift-shields help"
     if [ "$COMP_CWORD" -eq 1 ]; then
         COMPREPLY=($(compgen -W "$commands --help --version" -- "$cur"))
         return
@@ -49,6 +49,10 @@ _stepgate() {
         status)
             options="--socket --json --help"
             values="--socket"
+            ;;
+        history)
+            options="--socket --days --by --goal --ledger --until --json --csv --svg --help"
+            values="--socket --days --by --goal --ledger --until --svg"
             ;;
         lock)
             options="--minutes --socket --json --help"

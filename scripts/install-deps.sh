@@ -5,9 +5,13 @@ set -euo pipefail
 
 # Debian packages the build and the tests need beyond the Swift toolchain: libiio (headers,
 # tools, iiod for the network tests), unshare/nsenter/ip for the emulated IIO device, nftables
-# for the network shield (tested in a network namespace of its own), and man and groff to check
-# that the manual page renders without warnings.
-packages=(libiio-dev libiio-utils iiod pkg-config iproute2 util-linux nftables man-db groff-base)
+# for the network shield (tested in a network namespace of its own), man and groff to check
+# that the manual page renders without warnings, libsystemd-dev for desktop notifications over
+# sd-bus, and dbus-daemon with dbus-bin for the private session buses the notification tests start.
+packages=(
+    libiio-dev libiio-utils iiod pkg-config iproute2 util-linux nftables man-db groff-base libsystemd-dev
+    dbus-daemon dbus-bin
+)
 
 missing=()
 for p in "${packages[@]}"; do

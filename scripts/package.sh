@@ -107,8 +107,9 @@ for script in postinst prerm postrm; do
     install -m 0755 "debian/$script" "$root/DEBIAN/$script"
 done
 
-# Library dependencies from the binary (libc, libstdc++, libgcc), and libiio.
-depends="libc6, libgcc-s1, libiio0, libstdc++6"
+# Library dependencies from the binary (libc, libstdc++, libgcc, libsystemd), and libiio (opened
+# on first use, so dpkg-shlibdeps cannot see it).
+depends="libc6, libgcc-s1, libiio0, libstdc++6, libsystemd0"
 if command -v dpkg-shlibdeps >/dev/null; then
     mkdir -p "$stage/debian"
     printf 'Source: stepgate\n\nPackage: stepgate\nArchitecture: any\n' >"$stage/debian/control"

@@ -80,6 +80,9 @@ public final class ExecDenyShield: Shield {
         let answering = Atomic<Bool>(true)
         /// The group whose members may open shielded files (besides root).
         let privilegedGroup: UInt32?
+        /// The stores that shield each denied file, and who is told of a denied launch.
+        let stores = Mutex<[FileID: [String]]>([:])
+        let onDenied = Mutex<(@Sendable (ExecDenial) -> Void)?>(nil)
 
         init(privilegedGroup: UInt32?) { self.privilegedGroup = privilegedGroup }
     }
@@ -89,6 +92,13 @@ public final class ExecDenyShield: Shield {
     public var onChange: (@Sendable () -> Void)? {
         get { watcher?.onChange.withLock { $0 } }
         set { watcher?.onChange.withLock { $0 = newValue } }
+    }
+
+    /// Called on the responder's thread, after the answer was written, for every launch denied
+    /// (an exec, not a plain open). It must not block: post it to your own loop.
+    public var onDenied: (@Sendable (ExecDenial) -> Void)? {
+        get { denied.onDenied.withLock { $0 } }
+        set { denied.onDenied.withLock { $0 = newValue } }
     }
 
     /// Where `.desktop` files are looked for by default.
@@ -365,6 +375,11 @@ public final class ExecDenyShield: Shield {
             for id in ids { wanted[id] = marked[id] ?? "" }
         }
         denied.files.withLock { $0 = wanted }
+        var owners: [FileID: Set<String>] = [:]
+        for (store, byTarget) in sticky {
+            for ids in byTarget.values { for id in ids { owners[id, default: []].insert(store) } }
+        }
+        denied.stores.withLock { $0 = owners.mapValues { $0.sorted() } }
         // Unmark what is no longer shielded, through its path if that still leads to the same
         // file (otherwise the mark is harmless: the file is allowed, and the mark dies with it).
         for (id, path) in marked where wanted[id] == nil {
@@ -538,6 +553,18 @@ public final class ExecDenyShield: Shield {
                     denied.counters.withLock {
                         if verdict == UInt32(FAN_DENY) { $0.denied += 1 } else { $0.allowed += 1 }
                     }
+                    // Who tried, read after the answer (the launch never waits for it).
+                    if verdict == UInt32(FAN_DENY), event.mask & UInt64(FAN_OPEN_EXEC_PERM) != 0,
+                        let report = denied.onDenied.withLock({ $0 })
+                    {
+                        let id = FileID(device: UInt64(info.st_dev), inode: UInt64(info.st_ino))
+                        let opener = ProcessCredentials(pid: event.pid)
+                        report(
+                            ExecDenial(
+                                pid: event.pid, uid: opener?.uids.first, gid: opener?.gids.first,
+                                path: denied.files.withLock { $0[id] } ?? "",
+                                stores: denied.stores.withLock { $0[id] } ?? []))
+                    }
                 }
                 offset += Int(event.event_len)
             }
@@ -546,6 +573,17 @@ public final class ExecDenyShield: Shield {
 }
 
 @available(*, unavailable) extension ExecDenyShield: Sendable {}
+
+/// A launch the exec shield denied: the process that tried, its real user and group (from
+/// `/proc/PID/status` right after the answer; `nil` when it was already gone), the file and
+/// the stores that shield it.
+public struct ExecDenial: Sendable, Hashable {
+    public var pid: Int32
+    public var uid: UInt32?
+    public var gid: UInt32?
+    public var path: String
+    public var stores: [String]
+}
 
 /// A process's user and group ids, from `/proc/PID/status`.
 struct ProcessCredentials: Equatable {

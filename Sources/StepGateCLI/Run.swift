@@ -12,16 +12,17 @@ struct Run: Command {
         abstract: "Count steps live from an IIO accelerometer.",
         discussion: """
             Feeds the device's samples through the step detector. On a terminal, one line shows \
-            steps / goal, cadence and sample rate; with --json, one JSON line per step. Today's \
-            count is kept in a small ledger (default $STATE_DIRECTORY, $XDG_STATE_HOME/stepgate or \
-            ~/.local/state/stepgate: steps.json) so a restart or a lost device does not lose it. \
+            steps / goal, cadence and sample rate; with --json, one JSON line per step. Steps per \
+            hour for 400 days are kept in a small file (default $STATE_DIRECTORY, \
+            $XDG_STATE_HOME/stepgate or ~/.local/state/stepgate: steps.json) so a restart or a \
+            lost device does not lose today's count; 'stepgate history --ledger FILE' shows it. \
             Ctrl-C prints a summary.
             """,
         options: [
             .option("goal", "steps", help: "Daily goal shown with the count."),
             .flag("json", help: "Print one JSON line per step and a summary line."),
             .option("config", "file", help: "Detector configuration (JSON); defaults otherwise."),
-            .option("ledger", "file", help: "Where today's count is kept (default: see above)."),
+            .option("ledger", "file", help: "Where the step history is kept (default: see above)."),
         ] + LiveOptions.specs
     )
 

@@ -1,6 +1,7 @@
 import Formatting
 import Foundation
 import StepGateDaemon
+import UnlockPolicy
 
 /// `stepgate status`: what the daemon enforces now.
 struct Status: Command {
@@ -60,6 +61,14 @@ struct Status: Command {
             }
             if let note = store["note"] as? String { line += "\n  \(visible(note))" }
             print(line)
+        }
+        if let days = answer["lastDays"] as? [[String: Any]], !days.isEmpty {
+            let parts = days.map { entry -> String in
+                let label = entry["day"] as? String ?? "?"
+                let name = StepHistory.day(from: label).map(StepHistory.weekdayName) ?? visible(label)
+                return "\(name) \(entry["steps"] as? Int ?? 0)"
+            }
+            print("last 7 days: \(parts.joined(separator: ", ")) (today last; 'stepgate history' for more)")
         }
         print("emergency unlocks left this week: \(answer["emergencyRemaining"] as? Int ?? 0)")
         if let next = answer["nextChange"] as? String { print("next change: \(visible(next))") }

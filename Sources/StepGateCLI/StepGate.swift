@@ -10,8 +10,8 @@ public enum StepGate {
     /// Every subcommand, in the order help lists them.
     static let commands: [any Command.Type] = [
         Replay.self, Eval.self, Tune.self, Plot.self, Simulate.self, Devices.self, Record.self, Run.self,
-        DaemonCommand.self, Status.self, Lock.self, Skip.self, Unlock.self, Reload.self, ExecGuard.self,
-        Config.self, Bench.self, Completions.self, LiftShields.self,
+        DaemonCommand.self, Status.self, History.self, Lock.self, Skip.self, Unlock.self, Reload.self,
+        ExecGuard.self, Config.self, Bench.self, Completions.self, LiftShields.self,
     ]
 
     /// What StepGate is, for `--help` and the manual page.
@@ -40,6 +40,9 @@ public enum StepGate {
         case "--version":
             print(version)
             return 0
+        case "notify-helper":
+            // Internal: the daemon's messenger to a user's session bus (not listed in help).
+            return NotifyHelper.main(Array(arguments.dropFirst()))
         case "help":
             guard let name = arguments.dropFirst().first else {
                 print(rootHelp)

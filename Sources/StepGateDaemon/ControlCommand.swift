@@ -20,6 +20,8 @@ package struct ControlSocketError: Error, CustomStringConvertible {
 package enum ControlCommand: Sendable, Equatable {
     case ping
     case status
+    /// The step history of the last `days` local days (1–400).
+    case history(days: Int)
     /// The launch guard's question: the path it would start and, optionally, that path resolved
     /// by the client. Only ever compared as text.
     case check(executable: String, resolved: String?)
@@ -36,7 +38,7 @@ package enum ControlCommand: Sendable, Equatable {
     /// Whether only root or the admin group may ask it.
     package var changesPolicy: Bool {
         switch self {
-        case .ping, .status, .check: false
+        case .ping, .status, .history, .check: false
         case .lock, .skip, .emergency, .reload: true
         }
     }
@@ -49,7 +51,7 @@ package enum ControlCommand: Sendable, Equatable {
             case .lock(let store, let minutes): .lock(store: store, duration: .seconds(minutes * 60), by: who)
             case .skip(let schedule, let occurrence): .skip(schedule: schedule, occurrence: occurrence)
             case .emergency(let store): .emergencyUnlock(store: store, by: who)
-            case .ping, .status, .check, .reload: nil
+            case .ping, .status, .history, .check, .reload: nil
             }
         }
     #endif
@@ -85,6 +87,14 @@ package enum ControlCommand: Sendable, Equatable {
             case "ping": return .success(.ping)
             case "status": return .success(.status)
             case "reload": return .success(.reload)
+            case "history":
+                let value = members["days"] ?? .number(14, isInteger: true)
+                guard case .number(let number, true) = value, (1...400).contains(number) else {
+                    throw ControlSocketError(
+                        message:
+                            "history: \"days\" must be a whole number from 1 to 400, found \(value.excerpt)")
+                }
+                return .success(.history(days: Int(number)))
             case "check":
                 return .success(
                     .check(
@@ -126,6 +136,8 @@ package enum ControlCommand: Sendable, Equatable {
         case .ping: members = [("command", .string("ping"))]
         case .status: members = [("command", .string("status"))]
         case .reload: members = [("command", .string("reload"))]
+        case .history(let days):
+            members = [("command", .string("history")), ("days", .number(Double(days), isInteger: true))]
         case .check(let executable, let resolved):
             members = [("command", .string("check")), ("executable", .string(executable))]
             if let resolved { members.append(("resolved", .string(resolved))) }

@@ -39,6 +39,10 @@ package final class Daemon {
     /// Each configured executable's resolved path, for the launch guard's `check` (resolved
     /// here, from the administrator's configuration, never from what a client sends).
     private var resolvedExecutables: [String: String] = [:]
+    /// The step history (steps.json): fed by the input task, read for status and history.
+    private let ledger: StepLedger
+    /// Desktop notices: the shield screen and the notices around an unlock.
+    private var notices: DesktopNotices
 
     package init(
         configuration: DaemonConfiguration, configPath: String, log: Logger, system: DaemonSystem = .machine
@@ -62,8 +66,16 @@ package final class Daemon {
         if case .failure(let error) = loaded { log.error("\(error); starting locked") }
         lastZone = clock.zoneIdentifier()
         engine = PolicyEngine(configuration: configuration.policy, restoring: loaded, systemZone: lastZone)
+        ledger = StepLedger(
+            path: configuration.stateDirectory + "/steps.json",
+            clock: .policy(configuration.policy, systemZone: lastZone), warn: { log.warning($0) })
+        notices = DesktopNotices(settings: configuration.notifications, log: log)
         let inbox = inbox
         shields = system.shields(configuration, log) { inbox.post(.shieldsChanged) }
+        // A denied launch shows the shield screen on the desktop of the user who tried.
+        for case let exec as ExecDenyShield in shields.shields {
+            exec.onDenied = { inbox.post(.execDenied($0)) }
+        }
         workers = ShieldWorkers(shields) { inbox.post(.shieldOutcome($0)) }
         resolveExecutables()
         updateBrowserPolicies()
@@ -220,6 +232,7 @@ package final class Daemon {
                     let zone = clock.zoneIdentifier()
                     if zone != lastZone {
                         lastZone = zone
+                        ledger.clock = .policy(configuration.policy, systemZone: zone)
                         perform(engine.handle(.zoneChanged(zone), at: clock.now()))
                     }
                     resolveExecutables()
@@ -231,6 +244,8 @@ package final class Daemon {
                     handle(outcome)
                 case .request(let request):
                     answer(request)
+                case .execDenied(let denial):
+                    showShieldScreen(denial)
                 case .signal(SIGHUP):
                     let result = reload()
                     if let error = result { log.error("reload: \(error); keeping the old configuration") }
@@ -360,12 +375,23 @@ package final class Daemon {
     }
 
     private func notifyDesktop(_ notice: PolicyNotice) {
-        guard system.isMachine, ProcessInfo.processInfo.environment["DBUS_SESSION_BUS_ADDRESS"] != nil,
-            let notifySend = CommandRunner().resolve("notify-send")
-        else { return }
-        let text = notice.description
-        DispatchQueue.global().async {
-            _ = try? CommandRunner().run([notifySend, "StepGate", text], timeout: 5, shield: "notify")
+        notices.policy(notice, zone: configuration.policy.timeZone ?? lastZone)
+    }
+
+    /// The shield screen for a denied launch, on the desktop of the user who tried (queued:
+    /// nothing here waits on their bus), and a line in the journal.
+    private func showShieldScreen(_ denial: ExecDenial) {
+        let status = engine.status(at: clock.now())
+        for store in denial.stores {
+            let s = status.stores.first { $0.name == store }
+            let sent = notices.denied(
+                denial, store: store, message: configuration.messages[store],
+                stepsToGo: s?.nextGoal.map { max(0, $0 - (s?.steps ?? 0)) }, note: s?.note)
+            if sent {
+                log.notice(
+                    "\(store): launch of \(denial.path) denied to uid \(denial.uid.map(String.init) ?? "?") "
+                        + "(pid \(denial.pid)); shield screen sent")
+            }
         }
     }
 
@@ -389,6 +415,8 @@ package final class Daemon {
             request.respond(#"{"ok":true}"#)
         case .status:
             request.respond(statusJSON(now))
+        case .history(let days):
+            request.respond(ledger.historyJSON(days: days, goal: historyGoal(configuration.policy)))
         case .check(let executable, let resolved):
             request.respond(checkJSON(executable, resolved: resolved, now))
         case .reload:
@@ -431,6 +459,11 @@ package final class Daemon {
         }
         configuration.policy = fresh.policy
         configuration.messages = fresh.messages
+        if fresh.notifications != configuration.notifications {
+            configuration.notifications = fresh.notifications
+            notices = DesktopNotices(settings: fresh.notifications, log: log)
+        }
+        ledger.clock = .policy(fresh.policy, systemZone: lastZone)
         resolveExecutables()
         updateBrowserPolicies()
         perform(engine.handle(.command(.reload(fresh.policy)), at: clock.now()))
@@ -467,6 +500,7 @@ package final class Daemon {
         line.add("samples", counts.samples)
         line.add("stepsSinceStart", counts.steps)
         line.add("stepsToday", counts.today)
+        line.addRaw("lastDays", ledger.lastDaysJSON())
         line.addRaw("stores", "[" + stores.joined(separator: ",") + "]")
         line.add("emergencyRemaining", status.emergencyRemaining)
         line.addRaw("problems", "[" + status.problems.map(JSONLine.quoted).joined(separator: ",") + "]")
@@ -553,20 +587,21 @@ package final class Daemon {
     private func startInput() -> Task<Void, Never> {
         let (inbox, statistics, log) = (inbox, input, log)
         let (detector, input, open) = (configuration.detector, configuration.input, system.source)
-        // An accelerometer keeps today's count in a ledger, so a restart continues the day, and
-        // is opened again every 5 s while it fails; a replay counts itself, once.
-        let ledger: StepLedger?
+        // Steps go into the history (steps.json), a replay's too. An accelerometer is opened
+        // again every 5 s while it fails; a replay is read once.
+        let ledger = ledger
+        let again: Bool
         switch input {
         case .replay(let path, _):
             inputState = "replaying \(path)"
-            ledger = nil
+            again = false
         case .device(let name, let uri, let rate):
             inputState = "IIO \(name ?? "accelerometer")\(uri.map { " at \($0)" } ?? "") at \(rate) Hz"
-            ledger = StepLedger(path: configuration.stateDirectory + "/steps.json", warn: { log.warning($0) })
+            again = true
         }
         return Task.detached {
             await Daemon.count(
-                from: { try open(input, log) }, again: ledger != nil, detector: detector, ledger: ledger,
+                from: { try open(input, log) }, again: again, detector: detector, ledger: ledger,
                 statistics: statistics, log: log, inbox)
         }
     }

@@ -76,9 +76,12 @@ package struct DaemonConfiguration {
     package var nftables: Nftables?
     package var hooks: [String: HookShield.Hook] = [:]
     package var messages: [String: Message] = [:]
+    /// Desktop notices (see ``NoticeSettings``).
+    package var notifications = NoticeSettings()
 
     package static let keys: Set<String> = [
         "input", "detector", "policy", "stateDirectory", "controlSocket", "adminGroup", "shields", "messages",
+        "notifications",
     ]
 
     /// Reads and checks a configuration file; errors name the file and the key path. The file is
@@ -302,6 +305,7 @@ package struct DaemonConfiguration {
                     subtitle: try string(message["subtitle"], at: "\(at).subtitle") ?? "")
             }
         }
+        configuration.notifications = try NoticeSettings.parse(root["notifications"], policy: policy)
         return configuration
     }
 

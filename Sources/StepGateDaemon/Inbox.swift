@@ -1,4 +1,5 @@
 @preconcurrency import Glibc
+import Shields
 import Synchronization
 
 /// Something the daemon's loop reacts to. Producers (input, timer, control socket, signals,
@@ -18,6 +19,8 @@ enum DaemonEvent: Sendable {
     case shieldsChanged
     /// A shield finished an operation (see ``ShieldWorkers``).
     case shieldOutcome(ShieldOutcome)
+    /// The exec shield denied a launch (for the shield screen on the user's desktop).
+    case execDenied(ExecDenial)
 }
 
 /// The loop's inbox. Nothing the gate needs can be dropped: steps add up, ticks, signals and
@@ -34,6 +37,9 @@ final class Inbox: Sendable {
         var requests: [ControlRequest] = []
         /// Bounded by the daemon's own operations (a few per shield and store per tick).
         var outcomes: [ShieldOutcome] = []
+        /// Denied launches waiting for their notice; at most 32 (the rest are dropped: a notice
+        /// per user and store is rate-limited anyway, and a flood must not grow the inbox).
+        var denials: [ExecDenial] = []
     }
     private let pending = Mutex(Pending())
     private let doorbell: AsyncStream<Void>.Continuation
@@ -55,6 +61,7 @@ final class Inbox: Sendable {
             case .inputEnded(let reason): p.inputEnded = .some(reason)
             case .shieldsChanged: p.shieldsChanged = true
             case .shieldOutcome(let outcome): p.outcomes.append(outcome)
+            case .execDenied(let denial): if p.denials.count < 32 { p.denials.append(denial) }
             }
         }
         doorbell.yield()
@@ -73,6 +80,7 @@ final class Inbox: Sendable {
             if p.steps > 0 { events.append(.steps(p.steps)) }
             if case .some(let reason) = p.inputEnded { events.append(.inputEnded(reason)) }
             events += p.requests.map { .request($0) }
+            events += p.denials.map { .execDenied($0) }
             let stop = p.stop
             p = Pending()
             p.stop = stop  // a stop stays latched

@@ -1,17 +1,20 @@
 import Formatting
 package import Foundation
 @preconcurrency import Glibc
+import Synchronization
 import SystemFiles
-import UnlockPolicy
+import TypedJSON
+package import UnlockPolicy
 
-/// Today's step count on disk, so a restart or a device gap never loses the day's steps:
-/// `{"version":1,"day":"2026-11-29","steps":1234}` (the local calendar day), written
-/// atomically (temporary file, `fsync`, `rename`).
-package struct StepLedger {
-    package static let currentVersion = 1
+/// The step history while counting (`stepgate run`, the daemon): steps per local hour for the
+/// last 400 days (``StepHistory``), on disk in `steps.json` (``StepHistoryFile``), so a restart
+/// or a device gap never loses the day's steps. Shared between the input task, which adds and
+/// saves, and whoever answers `status` and `history`; the zone can change under it (the policy's
+/// zone, a reload, the system's zone changing).
+package final class StepLedger: Sendable {
     package let path: String
-    package private(set) var day: String
-    package private(set) var steps: Int
+    private let file: StepHistoryFile
+    private let state: Mutex<(history: StepHistory, clock: LocalClock)>
 
     /// The default location: `$STATE_DIRECTORY` (systemd), else `$XDG_STATE_HOME/stepgate`,
     /// else `~/.local/state/stepgate`, file `steps.json`.
@@ -26,76 +29,107 @@ package struct StepLedger {
         return base + "/stepgate/steps.json"
     }
 
-    /// The local calendar day of `date`, `YYYY-MM-DD`. Uses the C library's `localtime_r` (the
-    /// system zone) rather than Foundation's Calendar, which would load ICU — several megabytes
-    /// of resident memory for the live reader.
-    package static func today(_ date: Date = Date()) -> String {
-        var seconds = time_t(date.timeIntervalSince1970.rounded(.down))
-        var parts = tm()
-        guard localtime_r(&seconds, &parts) != nil else { return "0000-00-00" }
-        func two(_ n: Int32) -> String { n < 10 ? "0\(n)" : "\(n)" }
-        return "\(parts.tm_year + 1900)-\(two(parts.tm_mon + 1))-\(two(parts.tm_mday))"
-    }
-
-    /// Loads the ledger; a missing file, another day, or an unreadable file (reported
-    /// through `warn`) starts at 0.
-    package init(path: String, now: Date = Date(), warn: (String) -> Void) {
+    /// Loads the history; a missing file starts empty, an unreadable one is moved aside and
+    /// reported through `warn` (see ``StepHistoryFile``).
+    package init(path: String, clock: LocalClock = .system, warn: (String) -> Void) {
         self.path = path
-        day = StepLedger.today(now)
-        steps = 0
-        // Never through a symbolic link, like the policy state: the daemon reads it as root.
-        let bytes: [UInt8]
-        do {
-            guard let contents = try DurableFile.read(path, limit: 1 << 20) else { return }
-            bytes = contents
-        } catch {
-            warn("\(error); starting today's count at 0")
-            return
-        }
-        let data = Data(bytes)
-        guard
-            let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any],
-            let version = object["version"] as? Int, let fileDay = object["day"] as? String,
-            let fileSteps = object["steps"] as? Int, fileSteps >= 0
-        else {
-            warn("\(path): not a StepGate step ledger; starting today's count at 0")
-            return
-        }
-        guard version <= StepLedger.currentVersion else {
-            warn("\(path): ledger version \(version) is newer than this StepGate; starting at 0")
-            return
-        }
-        if fileDay == day { steps = fileSteps }
+        let (file, history) = StepHistoryFile.load(path: path, clock: clock, warn: warn)
+        self.file = file
+        state = Mutex((history, clock))
     }
 
-    /// Adds steps, starting a new day's count when the date changed.
-    package mutating func add(_ count: Int, now: Date = Date()) {
-        let current = StepLedger.today(now)
-        if current != day {
-            day = current
-            steps = 0
-        }
-        steps += count
+    /// The zone days are counted in.
+    package var clock: LocalClock {
+        get { state.withLock { $0.clock } }
+        set { state.withLock { $0.clock = newValue } }
     }
 
-    /// Writes the ledger atomically.
+    /// Steps today (the local day of `now`).
+    package func steps(at now: Date = Date()) -> Int {
+        state.withLock { $0.history.today(at: now, clock: $0.clock) }
+    }
+
+    /// Today's steps now.
+    package var steps: Int { steps() }
+
+    /// A copy of the history and the zone.
+    package var snapshot: (history: StepHistory, clock: LocalClock) { state.withLock { $0 } }
+
+    /// Adds steps counted at `now`.
+    package func add(_ count: Int, now: Date = Date()) {
+        state.withLock { $0.history.add(count, at: now, clock: $0.clock) }
+    }
+
+    /// Writes the history atomically.
     package func save() throws {
-        let directory = (path as NSString).deletingLastPathComponent
-        if !directory.isEmpty {
-            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        }
-        let text = "{\"version\":\(StepLedger.currentVersion),\"day\":\"\(day)\",\"steps\":\(steps)}\n"
+        let history = state.withLock { $0.history }
         do {
-            try DurableFile.writeAtomically(Array(text.utf8), to: path, mode: 0o644)
+            try file.save(history)
         } catch {
             throw LedgerError(path: path, reason: error.description)
         }
     }
 }
 
+extension LocalClock {
+    /// The system's zone as the C library sees it (`TZ`, `/etc/localtime`), through
+    /// `localtime_r`: no ICU data loaded, which keeps `stepgate run` small.
+    package static let system = LocalClock(name: "system") { seconds in
+        var time = time_t(seconds)
+        var parts = tm()
+        guard localtime_r(&time, &parts) != nil else { return 0 }
+        return Int64(parts.tm_gmtoff)
+    }
+
+    /// The zone the policy counts days in: its `timeZone`, else the system zone `systemZone`.
+    package static func policy(_ configuration: PolicyConfiguration, systemZone: String) -> LocalClock {
+        configuration.timeZone.flatMap { LocalClock(zone: $0) } ?? LocalClock(zone: systemZone) ?? .utc
+    }
+}
+
+// MARK: - Answers for the control socket
+
+extension StepLedger {
+    /// The answer to `{"command":"history","days":N}`: the zone, today, the current hour, the
+    /// goal line and the last `days` days as a history object (the file format).
+    package func historyJSON(days: Int, goal: Int?, now: Date = Date()) -> String {
+        let (history, clock) = snapshot
+        let (today, hour) = clock.dayAndHour(now)
+        let recent = history.restricted(from: today - Int64(days) + 1, through: today)
+        var line = JSONLine()
+        line.add("ok", true)
+        line.add("zone", clock.name)
+        line.add("today", StepHistory.dayLabel(today))
+        line.add("hour", hour)
+        if let goal { line.add("goal", goal) }
+        line.addRaw(
+            "history",
+            String(decoding: recent.encoded(), as: UTF8.self).replacingOccurrences(of: "\n", with: ""))
+        return line.string
+    }
+
+    /// Today and the six days before it, oldest first: `[{"day":"YYYY-MM-DD","steps":N},…]`.
+    package func lastDaysJSON(now: Date = Date()) -> String {
+        let (history, clock) = snapshot
+        let today = clock.day(now)
+        let days = (today - 6...today).map { day -> String in
+            var line = JSONLine()
+            line.add("day", StepHistory.dayLabel(day))
+            line.add("steps", history.steps(onDay: day))
+            return line.string
+        }
+        return "[" + days.joined(separator: ",") + "]"
+    }
+}
+
+/// The goal line of history charts: the first goal tier of the gates, the largest of them.
+package func historyGoal(_ policy: PolicyConfiguration) -> Int? {
+    policy.stores.compactMap { $0.gate?.goals.first?.steps }.max()
+}
+
 /// The ledger could not be written.
 package struct LedgerError: Error, CustomStringConvertible {
     package var path: String
     package var reason: String
-    package var description: String { "\(path): cannot save the step ledger: \(reason)" }
+    package var description: String { "\(path): cannot save the step history: \(reason)" }
 }

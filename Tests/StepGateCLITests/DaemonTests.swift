@@ -246,6 +246,15 @@ struct DaemonTests {
             usleep(20_000)
         }
         #expect(checked > 0, "the walk never reached the gate")
+        // The walk is in the step history too: today, by the hour, over the control socket. Steps
+        // reach the history before the gate, so it holds at least what the gate counted.
+        let gateSteps = (try daemon.status()["stores"] as? [[String: Any]])?.first?["steps"] as? Int ?? 0
+        let history = try daemon.client(["history", "--days", "1", "--json"])
+        let answer = try #require(
+            try JSONSerialization.jsonObject(with: Data(history.standardOutput.utf8)) as? [String: Any],
+            "\(history.standardError)")
+        let today = (answer["buckets"] as? [[String: Any]])?.last?["steps"] as? Int ?? 0
+        #expect(today >= gateSteps && today > 0, "gate \(gateSteps), history: \(history.standardOutput)")
     }
 
     @Test func relocksOnTimeWhileRunning() throws {
@@ -312,6 +321,15 @@ struct DaemonTests {
         let status = try asNobody(["status"])
         #expect(status.status == 0, "\(status.standardError)")
         #expect(status.standardOutput.contains("games: shielded"))
+        #expect(status.standardOutput.contains("last 7 days: "))
+        // Any local user may read the step history, as a chart and as numbers.
+        let chart = try asNobody(["history", "--days", "3"])
+        #expect(chart.status == 0, "\(chart.standardError)")
+        #expect(
+            chart.standardOutput.contains("goal 50 steps (|)") && chart.standardOutput.contains("← today"))
+        let csv = try asNobody(["history", "--by", "hour", "--csv"])
+        #expect(csv.status == 0 && csv.standardOutput.hasPrefix("period,steps\n"), "\(csv.standardError)")
+        #expect(csv.standardOutput.split(separator: "\n").count == 25)
         for command in [
             ["lock", "games", "--minutes", "5"], ["unlock", "--emergency", "games"], ["reload"],
             ["skip", "night"],

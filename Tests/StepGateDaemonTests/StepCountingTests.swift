@@ -36,10 +36,8 @@ import Testing
     func theLedgerIsSavedAtTheEnd() async throws {
         let folder = try Fixtures.temporaryFolder()
         let path = folder.path + "/steps.json"
-        let today = StepLedger.today()
-        try #"{"version":1,"day":"\#(today)","steps":40}"#.write(
-            toFile: path, atomically: true, encoding: .utf8)
         let ledger = StepLedger(path: path, warn: { Issue.record("unexpected warning: \($0)") })
+        ledger.add(40)
         var counter = StepCounter(
             configuration: DetectorConfiguration(), ledger: ledger, saveInterval: .seconds(3600))
         try await countSteps(from: RecordingSource(path: walk, speed: 1000), into: &counter, log: Logger()) {
