@@ -75,7 +75,8 @@ struct ReaperFindsEveryRunningProgram {
 
     /// Whether `condition` comes true within three seconds.
     func eventually(_ condition: () -> Bool) -> Bool {
-        for _ in 0..<150 {
+        let deadline = ContinuousClock.now + .seconds(3)
+        while ContinuousClock.now < deadline {
             if condition() { return true }
             usleep(20_000)
         }
