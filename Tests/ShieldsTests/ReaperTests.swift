@@ -279,3 +279,48 @@ struct ReaperFindsEveryRunningProgram {
         #expect(endedAtRelock([holding], files: [held.id], paths: [held.path]), "the held file was kept")
     }
 }
+
+/// How `/proc` text is read and parsed: as bytes, to the end, within a bound.
+@Suite("Proc text")
+struct ProcTextTests {
+    @Test func aFileIsReadToItsEndWithinTheBound() throws {
+        let folder = try Fixtures.temporaryFolder().path
+        let path = folder + "/long"
+        let text = [UInt8](repeating: UInt8(ascii: "x"), count: 200_000) + [0xFF]
+        #expect(FileManager.default.createFile(atPath: path, contents: Data(text)))
+        let whole = try #require(ProcFile.read(path, limit: 1 << 20))
+        #expect(whole.bytes == text && whole.complete)
+        let cut = try #require(ProcFile.read(path, limit: 70_000))
+        #expect(cut.bytes.count == 70_000 && !cut.complete)
+        #expect(ProcFile.read(folder + "/missing", limit: 10) == nil)
+        // A map is read past its first page (Foundation reads one page of a /proc file).
+        let maps = try #require(ProcFile.read("/proc/self/maps", limit: RunningProcess.mapsLimit))
+        #expect(maps.complete && maps.bytes.count > 4096 && maps.bytes.last == UInt8(ascii: "\n"))
+    }
+
+    @Test func mapLinesAreComparedAsBytes() {
+        let game = ExecDenyShield.FileID(device: RunningProcess.makeDevice(0xFD, 1), inode: 4242)
+        func matches(_ line: [UInt8], replaced: Set<[UInt8]> = []) -> Bool {
+            ShieldedFiles.maps(
+                Array("7f00-7f01 r--p 00000000 08:01 77      /usr/lib/libc.so.6\n".utf8) + line,
+                mention: [game], [4242], replaced)
+        }
+        let address = Array("55d0-55d1 r-xp 00001000 ".utf8)
+        #expect(matches(address + Array("fd:01 4242       /opt/g\u{1}me".utf8) + [0xFF] + Array(" x\n".utf8)))
+        #expect(matches(address + Array("fd:01 4242".utf8)))  // no path, no end of line
+        #expect(!matches(address + Array("fd:02 4242       /opt/game\n".utf8)), "another device")
+        #expect(!matches(address + Array("fd:01 4243       /opt/game\n".utf8)), "another inode")
+        let deleted = Array("/opt/my game (deleted)".utf8)
+        #expect(matches(address + Array("fd:01 99       ".utf8) + deleted, replaced: [deleted]))
+        #expect(!matches(address + Array("fd:01 99       /opt/my game\n".utf8), replaced: [deleted]))
+    }
+
+    @Test func pathsAreFoldedAsText() {
+        func normal(_ path: String) -> String? {
+            ShieldedFiles.normalised(Array(path.utf8)).map { String(decoding: $0, as: UTF8.self) }
+        }
+        #expect(normal("/opt//game/./x/../main.py") == "/opt/game/main.py")
+        #expect(normal("/../..") == "/")
+        #expect(normal("main.py") == nil)
+    }
+}
