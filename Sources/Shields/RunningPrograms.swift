@@ -131,9 +131,9 @@ struct RunningProcess: Hashable, Sendable {
         return found
     }
 
-    /// The folder of `pid` in `/proc`, or of one of its live threads when its first thread has
+    /// The `/proc` folder of a live thread of `pid` other than its first, for when the first has
     /// ended (a zombie whose `maps` and `fd` are empty while the program runs on in the others);
-    /// `nil` when no other thread lives.
+    /// `nil` when none lives (among the first eight).
     static func liveTask(_ pid: Int32) -> String? {
         guard let threads = ProcFile.numbers(in: "/proc/\(pid)/task") else { return nil }
         for thread in threads.prefix(8) where thread != pid {
