@@ -6,11 +6,12 @@ import Synchronization
 /// user makes it look at.
 ///
 /// Each round reads only gated users' processes (root's and the admin group's are skipped by
-/// their credentials first): their memory maps every round (a program run directly or through
-/// the dynamic loader), and their open descriptors within a time budget per round, resuming
-/// where the last round stopped (a descriptor held from an unlock). A process is acted on as
-/// soon as a pass has found it. Rounds run when the shield asks (a relock, a recheck) and at
-/// least every second while anything is shielded.
+/// their credentials first): their memory maps and command lines every round (a program run
+/// directly or through the dynamic loader, a script named to an interpreter), and their open
+/// descriptors within a time budget per round, resuming where the last round stopped (a
+/// descriptor held from an unlock). A process is acted on as soon as a pass has found it.
+/// Rounds run when the shield asks (a relock, a recheck) and at least every second while
+/// anything is shielded.
 final class Reaper: Sendable {
     struct Store: Sendable {
         var files: Set<ExecDenyShield.FileID>
@@ -116,11 +117,8 @@ final class Reaper: Sendable {
         let acting = stores.values.filter { $0.action != .leave }
         let files = acting.reduce(into: Set<ExecDenyShield.FileID>()) { $0.formUnion($1.files) }
         guard !files.isEmpty else { return }
-        let inodes = Set(files.map(\.inode))
-        let mounts = RunningProcess.mountIDs(of: Set(files.map(\.device)))
-        let pids = ((try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []).compactMap(
-            Int32.init
-        ).sorted()
+        var descriptors = DescriptorScan(files)
+        let pids = (ProcFile.numbers(in: "/proc") ?? []).sorted()
         let start = state.withLock { $0.cursor }
         let deadline = ContinuousClock.now + descriptorBudget
         var index = start < pids.count ? start : 0
@@ -130,8 +128,8 @@ final class Reaper: Sendable {
             index = (index + 1) % pids.count
             scanned += 1
             guard pid > 1, pid != getpid(), gated(pid),
-                let inode = RunningProcess.heldInode(pid, inodes, mounts),
-                let store = acting.first(where: { $0.files.contains { $0.inode == inode } }),
+                let file = descriptors.held(by: pid),
+                let store = acting.first(where: { $0.files.contains(file) }),
                 let process = RunningProcess(pid: pid)
             else { continue }
             // The store whose file it holds decides: past its grace period, stopped and killed.

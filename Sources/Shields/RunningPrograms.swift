@@ -12,24 +12,101 @@ public enum RunningProgramAction: String, Sendable, CaseIterable {
     case leave
 }
 
+/// Reads `/proc` files as bytes, to their end. Foundation's `String(contentsOfFile:)` reads a
+/// file whose size is 0 (every `/proc` file) with one `read` of a page, and gives up on bytes
+/// that are not UTF-8; `/proc` text holds whatever bytes a user put in a file or program name.
+enum ProcFile {
+    /// The bytes of `path` up to its end or `limit`; `complete` is false when the file goes on
+    /// past `limit`. `nil` when it cannot be opened or read (the process is gone).
+    static func read(_ path: String, limit: Int) -> (bytes: [UInt8], complete: Bool)? {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: min(limit + 1, 65_536))
+        while bytes.count <= limit {
+            let wanted = min(chunk.count, limit + 1 - bytes.count)
+            let count = chunk.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress!, wanted) }
+            if count < 0 && errno == EINTR { continue }
+            if count < 0 { return nil }
+            if count == 0 { return (bytes, true) }
+            bytes.append(contentsOf: chunk[0..<count])
+        }
+        return (Array(bytes[0..<limit]), false)
+    }
+
+    /// The target of the link `path` (`/proc/PID/cwd`, `/proc/PID/ns/mnt`) as bytes; `nil` when
+    /// it cannot be read. Reading a `/proc` link does not touch the file system it leads to.
+    static func link(_ path: String) -> [UInt8]? {
+        var buffer = [UInt8](repeating: 0, count: 4097)
+        let count = buffer.withUnsafeMutableBufferPointer { buffer in
+            buffer.withMemoryRebound(to: CChar.self) { readlink(path, $0.baseAddress!, $0.count) }
+        }
+        guard count >= 0, count < buffer.count else { return nil }
+        return Array(buffer[0..<count])
+    }
+
+    /// The entries of a `/proc` folder that are numbers (process, thread or descriptor ids).
+    static func numbers(in path: String) -> [Int32]? {
+        guard let names = try? FileManager.default.contentsOfDirectory(atPath: path) else { return nil }
+        return names.compactMap(Int32.init)
+    }
+
+    /// The unsigned number (in `radix`) that is all of `bytes`.
+    static func number(_ bytes: ArraySlice<UInt8>, radix: UInt64 = 10) -> UInt64? {
+        guard !bytes.isEmpty, bytes.count <= 20 else { return nil }
+        var value: UInt64 = 0
+        for byte in bytes {
+            let digit: UInt64
+            switch byte {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): digit = UInt64(byte - UInt8(ascii: "0"))
+            case UInt8(ascii: "a")...UInt8(ascii: "f"): digit = UInt64(byte - UInt8(ascii: "a") + 10)
+            default: return nil
+            }
+            guard digit < radix else { return nil }
+            let (times, overflow) = value.multipliedReportingOverflow(by: radix)
+            guard !overflow else { return nil }
+            value = times + digit
+        }
+        return value
+    }
+}
+
 /// A running process, told apart from a later process with the same id by its start time.
 struct RunningProcess: Hashable, Sendable {
     var pid: Int32
     /// Field 22 of `/proc/PID/stat`, in clock ticks since boot.
     var startTime: UInt64
-    /// The one-letter state (`R`, `S`, `T` for stopped, …).
+    /// The one-letter state (`R`, `S`, `T` for stopped, …); a live thread's when the first thread
+    /// has ended (`Z`) and others run on.
     var state: Character
+
+    /// How much of a process's memory map (`/proc/PID/maps`) is read: 16 MiB, some 200,000
+    /// mappings, three times the kernel's default limit (`vm.max_map_count`, 65,530). A process
+    /// with a longer map counts as running a shielded program (only a process made for it has
+    /// one; reading on would let it slow every round).
+    static let mapsLimit = 16 << 20
+    /// How much of a mount namespace's `mountinfo` is read (16 MiB, some 100,000 mounts): a
+    /// descriptor of a shielded file's inode on a mount past it counts as held.
+    static let mountsLimit = 16 << 20
+    /// How much of a command line is read: all of it (the kernel allows at most 6 MiB of
+    /// arguments and environment).
+    static let commandLineLimit = 8 << 20
 
     /// Every process that runs one of `files` (compared by device and inode): mapped into its
     /// memory (its executable, or a program started through the dynamic loader, whose
-    /// executable is the loader) and, with `deep`, held open (a descriptor kept from an unlock,
-    /// from which the bytes could be copied and run). `include` picks the processes worth
-    /// looking at (by their credentials) before their mappings and descriptors are read;
-    /// `found` hears of each match as soon as it is made.
+    /// executable is the loader), named on its command line by one of `paths` (a script handed
+    /// to an interpreter, which may have closed it: `python3 /opt/game/main.py`) and, with
+    /// `deep`, held open (a descriptor kept from an unlock, from which the bytes could be copied
+    /// and run). `include` picks the processes worth looking at (by their credentials) before
+    /// their mappings and descriptors are read; `found` hears of each match as soon as it is
+    /// made.
     ///
-    /// Nothing here touches the files a process uses: `maps` and `fdinfo` are read from `/proc`
-    /// (no `stat` through `/proc/PID/exe` or `/proc/PID/fd`), so a process holding a file on a
-    /// hung file system (a FUSE mount that never answers) cannot stall the scan.
+    /// Nothing here touches the files a process uses: `maps`, `cmdline`, `fdinfo` and
+    /// `mountinfo` are read from `/proc`, and the links `cwd`, `root` and `ns/mnt` are read, not
+    /// followed (no `stat` through `/proc/PID/exe`, `/proc/PID/fd` or a path on a command line),
+    /// so a process using a file on a hung file system (a FUSE mount that never answers) cannot
+    /// stall the scan.
     ///
     /// `paths` are the shielded files' paths: a process still mapping a file that was replaced
     /// under one of them (`PATH (deleted)` in its maps: an upgrade that landed while it ran)
@@ -38,18 +115,15 @@ struct RunningProcess: Hashable, Sendable {
         _ files: Set<ExecDenyShield.FileID>, paths: Set<String> = [], deep: Bool = false,
         include: (Int32) -> Bool = { _ in true }, found report: (RunningProcess) -> Void = { _ in }
     ) -> [RunningProcess] {
-        guard !files.isEmpty, let entries = try? FileManager.default.contentsOfDirectory(atPath: "/proc")
-        else {
-            return []
-        }
-        let inodes = Set(files.map(\.inode))
-        let mounts = deep ? mountIDs(of: Set(files.map(\.device))) : []
-        let replaced = Set(paths.map { $0 + " (deleted)" })
+        guard !files.isEmpty, let pids = ProcFile.numbers(in: "/proc") else { return [] }
+        let shielded = ShieldedFiles(files, paths: paths)
+        var descriptors = DescriptorScan(files)
         var found: [RunningProcess] = []
-        for entry in entries {
-            guard let pid = Int32(entry), pid > 1, pid != getpid(), include(pid) else { continue }
+        for pid in pids {
+            guard pid > 1, pid != getpid(), include(pid) else { continue }
             let matches =
-                maps(pid, files, inodes, replaced) || (deep && heldInode(pid, inodes, mounts) != nil)
+                shielded.mapped(by: pid) || shielded.named(by: pid)
+                || (deep && descriptors.held(by: pid) != nil)
             guard matches, let process = RunningProcess(pid: pid) else { continue }
             report(process)  // at once: the caller may stop it before the scan goes on
             found.append(process)
@@ -57,30 +131,20 @@ struct RunningProcess: Hashable, Sendable {
         return found
     }
 
-    /// Whether `/proc/PID/maps` maps one of `files` (`address perms offset major:minor inode path`)
-    /// or a file replaced under a path in `replaced` (given with its ` (deleted)` suffix).
-    private static func maps(
-        _ pid: Int32, _ files: Set<ExecDenyShield.FileID>, _ inodes: Set<UInt64>, _ replaced: Set<String>
-    ) -> Bool {
-        guard let text = try? String(contentsOfFile: "/proc/\(pid)/maps", encoding: .utf8) else {
-            return false
-        }
-        for line in text.split(separator: "\n") {
-            let fields = line.split(separator: " ", maxSplits: 5, omittingEmptySubsequences: true)
-            guard fields.count >= 5, let inode = UInt64(fields[4]), inode != 0 else { continue }
-            if fields.count == 6, !replaced.isEmpty,
-                replaced.contains(fields[5].trimmingCharacters(in: .whitespaces))
+    /// The `/proc` folder of a live thread of `pid` other than its first, for when the first has
+    /// ended (a zombie whose `maps` and `fd` are empty while the program runs on in the others);
+    /// `nil` when none lives (among the first eight).
+    static func liveTask(_ pid: Int32) -> String? {
+        guard let threads = ProcFile.numbers(in: "/proc/\(pid)/task") else { return nil }
+        for thread in threads.prefix(8) where thread != pid {
+            let folder = "/proc/\(pid)/task/\(thread)"
+            if let stat = ProcFile.read(folder + "/stat", limit: 4096), let state = Self.state(stat.bytes),
+                state != "Z", state != "X"
             {
-                return true
+                return folder
             }
-            guard inodes.contains(inode) else { continue }
-            let numbers = fields[3].split(separator: ":")
-            guard numbers.count == 2, let major = UInt64(numbers[0], radix: 16),
-                let minor = UInt64(numbers[1], radix: 16)
-            else { continue }
-            if files.contains(.init(device: makeDevice(major, minor), inode: inode)) { return true }
         }
-        return false
+        return nil
     }
 
     /// glibc's `makedev`.
@@ -88,67 +152,37 @@ struct RunningProcess: Hashable, Sendable {
         ((major & 0xFFF) << 8) | (minor & 0xFF) | ((minor & ~0xFF) << 12) | ((major & ~0xFFF) << 32)
     }
 
-    /// The ids of the mounts (this process's view) of the devices `devices`.
-    static func mountIDs(of devices: Set<UInt64>) -> Set<Int> {
-        guard let text = try? String(contentsOfFile: "/proc/self/mountinfo", encoding: .utf8) else {
-            return []
-        }
-        var result: Set<Int> = []
-        for line in text.split(separator: "\n") {
-            let fields = line.split(separator: " ", maxSplits: 3)
-            guard fields.count >= 3, let id = Int(fields[0]) else { continue }
-            let numbers = fields[2].split(separator: ":")
-            guard numbers.count == 2, let major = UInt64(numbers[0]), let minor = UInt64(numbers[1]) else {
-                continue
-            }
-            if devices.contains(makeDevice(major, minor)) { result.insert(id) }
-        }
-        return result
-    }
-
-    /// The inode of one of the files that the process holds open, by the inode and mount in
-    /// `/proc/PID/fdinfo` (at most 65,536 descriptors are read); `nil` when it holds none.
-    /// `inodes` and `mounts` (``mountIDs(of:)``) are worked out once by the caller.
-    static func heldInode(_ pid: Int32, _ inodes: Set<UInt64>, _ mounts: Set<Int>) -> UInt64? {
-        guard let descriptors = try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fdinfo")
-        else {
-            return nil
-        }
-        for descriptor in descriptors.prefix(65_536) {
-            guard let text = try? String(contentsOfFile: "/proc/\(pid)/fdinfo/\(descriptor)", encoding: .utf8)
-            else { continue }
-            var inode: UInt64?
-            var mount: Int?
-            for line in text.split(separator: "\n") {
-                if line.hasPrefix("ino:") {
-                    inode = UInt64(line.dropFirst(4).trimmingCharacters(in: .whitespaces))
-                }
-                if line.hasPrefix("mnt_id:") {
-                    mount = Int(line.dropFirst(7).trimmingCharacters(in: .whitespaces))
-                }
-            }
-            if let inode, inodes.contains(inode), let mount, mounts.contains(mount) { return inode }
-        }
-        return nil
-    }
-
     /// Reads `/proc/PID/stat`; `nil` when the process is gone.
     init?(pid: Int32) {
-        guard let text = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8) else { return nil }
-        self.init(pid: pid, stat: text)
+        guard let stat = ProcFile.read("/proc/\(pid)/stat", limit: 4096) else { return nil }
+        self.init(pid: pid, stat: stat.bytes)
+        if state == "Z", let folder = Self.liveTask(pid),
+            let thread = ProcFile.read(folder + "/stat", limit: 4096), let live = Self.state(thread.bytes)
+        {
+            state = live
+        }
     }
 
-    /// Parses a `/proc/PID/stat` line: `pid (comm) state ppid …`; comm may hold spaces and ')'.
-    init?(pid: Int32, stat text: String) {
-        guard let close = text.lastIndex(of: ")") else { return nil }
-        let fields = text[text.index(after: close)...].split(separator: " ")
+    /// Parses a `/proc/PID/stat` line: `pid (comm) state ppid …`; comm may hold spaces, ')'
+    /// and bytes that are not UTF-8.
+    init?(pid: Int32, stat bytes: [UInt8]) {
+        guard let close = bytes.lastIndex(of: UInt8(ascii: ")")) else { return nil }
+        let fields = bytes[(close + 1)...].split(separator: UInt8(ascii: " "))
         // fields[0] is the state (field 3); the start time is field 22, so fields[19].
-        guard fields.count > 19, let state = fields[0].first, let start = UInt64(fields[19]) else {
-            return nil
-        }
+        guard fields.count > 19, fields[0].count == 1, let letter = fields[0].first,
+            let start = ProcFile.number(fields[19])
+        else { return nil }
         self.pid = pid
         self.startTime = start
-        self.state = state
+        self.state = Character(Unicode.Scalar(letter))
+    }
+
+    init?(pid: Int32, stat text: String) { self.init(pid: pid, stat: Array(text.utf8)) }
+
+    /// The state letter of a `stat` line.
+    private static func state(_ bytes: [UInt8]) -> Character? {
+        guard let close = bytes.lastIndex(of: UInt8(ascii: ")")), close + 2 < bytes.count else { return nil }
+        return Character(Unicode.Scalar(bytes[close + 2]))
     }
 
     /// Whether `pid` is still this process.
@@ -156,5 +190,251 @@ struct RunningProcess: Hashable, Sendable {
 
     func signal(_ number: Int32) {
         if isAlive { kill(pid, number) }
+    }
+}
+
+/// The shielded files as a scan compares them: by device and inode in memory maps, by path
+/// (bytes) for a replaced file's ` (deleted)` mapping and on command lines.
+struct ShieldedFiles {
+    let files: Set<ExecDenyShield.FileID>
+    let inodes: Set<UInt64>
+    /// `PATH (deleted)` for each path.
+    let replaced: Set<[UInt8]>
+    /// The paths, normalised (see ``normalised(_:)``).
+    let paths: Set<[UInt8]>
+    /// Their last components: a command line entry ending otherwise is not looked at further.
+    let names: Set<[UInt8]>
+
+    init(_ files: Set<ExecDenyShield.FileID>, paths: Set<String>) {
+        self.files = files
+        inodes = Set(files.map(\.inode))
+        replaced = Set(paths.map { Array(($0 + " (deleted)").utf8) })
+        let normal = Set(paths.compactMap { Self.normalised(Array($0.utf8)) })
+        self.paths = normal
+        names = Set(normal.map { Array($0.split(separator: UInt8(ascii: "/")).last ?? []) })
+    }
+
+    /// Whether `/proc/PID/maps` maps one of the files (`address perms offset major:minor inode
+    /// path`) or a file replaced under one of the paths. Read to its end; a map longer than
+    /// ``RunningProcess/mapsLimit`` counts as a match. When the first thread has ended, a live
+    /// thread's map is read.
+    func mapped(by pid: Int32) -> Bool {
+        guard var maps = ProcFile.read("/proc/\(pid)/maps", limit: RunningProcess.mapsLimit) else {
+            return false
+        }
+        if maps.bytes.isEmpty, let folder = RunningProcess.liveTask(pid),
+            let live = ProcFile.read(folder + "/maps", limit: RunningProcess.mapsLimit)
+        {
+            maps = live
+        }
+        guard maps.complete else { return true }
+        return Self.maps(maps.bytes, mention: files, inodes, replaced)
+    }
+
+    static func maps(
+        _ bytes: [UInt8], mention files: Set<ExecDenyShield.FileID>, _ inodes: Set<UInt64>,
+        _ replaced: Set<[UInt8]>
+    ) -> Bool {
+        bytes.withUnsafeBufferPointer { text in
+            let space = UInt8(ascii: " ")
+            var lineStart = 0
+            while lineStart < text.count {
+                var lineEnd = lineStart
+                while lineEnd < text.count, text[lineEnd] != UInt8(ascii: "\n") { lineEnd += 1 }
+                defer { lineStart = lineEnd + 1 }
+                // Five fields, each ended by one space, then spaces up to the path (which may
+                // hold spaces of its own).
+                var ends: [Int] = []
+                ends.reserveCapacity(5)
+                var index = lineStart
+                while ends.count < 5, index < lineEnd {
+                    if text[index] == space { ends.append(index) }
+                    index += 1
+                }
+                if ends.count == 4 && index == lineEnd { ends.append(lineEnd) }
+                guard ends.count == 5 else { continue }
+                var inode: UInt64 = 0
+                var valid = ends[4] > ends[3] + 1
+                for byte in text[(ends[3] + 1)..<ends[4]] {
+                    guard byte >= UInt8(ascii: "0"), byte <= UInt8(ascii: "9"), inode < UInt64.max / 10 - 10
+                    else {
+                        valid = false
+                        break
+                    }
+                    inode = inode * 10 + UInt64(byte - UInt8(ascii: "0"))
+                }
+                guard valid, inode != 0 else { continue }
+                if !replaced.isEmpty, text[lineEnd - 1] == UInt8(ascii: ")") {
+                    var pathStart = ends[4] + 1
+                    while pathStart < lineEnd, text[pathStart] == space { pathStart += 1 }
+                    if pathStart < lineEnd, replaced.contains(Array(text[pathStart..<lineEnd])) {
+                        return true
+                    }
+                }
+                guard inodes.contains(inode) else { continue }
+                let device = bytes[(ends[2] + 1)..<ends[3]].split(separator: UInt8(ascii: ":"))
+                guard device.count == 2, let major = ProcFile.number(device[0], radix: 16),
+                    let minor = ProcFile.number(device[1], radix: 16)
+                else { continue }
+                if files.contains(.init(device: RunningProcess.makeDevice(major, minor), inode: inode)) {
+                    return true
+                }
+            }
+            return false
+        }
+    }
+
+    /// Whether an argument on the process's command line (`/proc/PID/cmdline`) names one of the
+    /// paths: a script an interpreter runs, held open or not. A relative argument is taken
+    /// from the process's working folder, an absolute one from its root (both read as links,
+    /// never followed). Compared as text, `.`, `..` and repeated slashes folded: the file system
+    /// is not asked, so a name reaching the file through a link of the user's own is not
+    /// matched here.
+    func named(by pid: Int32) -> Bool {
+        guard !paths.isEmpty,
+            let line = ProcFile.read("/proc/\(pid)/cmdline", limit: RunningProcess.commandLineLimit)
+        else { return false }
+        // Read when first needed: most arguments end in no shielded file's name.
+        var links: [String: [UInt8]] = [:]
+        func link(_ name: String) -> [UInt8]? {
+            if let known = links[name] { return known }
+            let target = ProcFile.link("/proc/\(pid)/\(name)") ?? []
+            links[name] = target
+            return target.first == UInt8(ascii: "/") ? target : nil
+        }
+        let slash = UInt8(ascii: "/")
+        for argument in line.bytes.split(separator: 0) {
+            let name = argument.split(separator: slash).last.map(Array.init) ?? []
+            guard names.contains(name) else { continue }
+            var full: [UInt8]
+            if argument.first == slash {
+                guard let root = link("root") else { continue }
+                full = root == [slash] ? [] : root
+            } else {
+                guard let cwd = link("cwd") else { continue }
+                full = cwd
+            }
+            full.append(slash)
+            full.append(contentsOf: argument)
+            if let normal = Self.normalised(full), paths.contains(normal) { return true }
+        }
+        return false
+    }
+
+    /// An absolute path with `.`, `..` and empty components folded away (`/a/./b//../c` is
+    /// `/a/c`); `nil` for a relative one.
+    static func normalised(_ path: [UInt8]) -> [UInt8]? {
+        let slash = UInt8(ascii: "/")
+        guard path.first == slash else { return nil }
+        var parts: [ArraySlice<UInt8>] = []
+        for part in path.split(separator: slash) {
+            if part.elementsEqual([UInt8(ascii: ".")]) { continue }
+            if part.elementsEqual([UInt8(ascii: "."), UInt8(ascii: ".")]) {
+                _ = parts.popLast()
+                continue
+            }
+            parts.append(part)
+        }
+        var result: [UInt8] = []
+        for part in parts {
+            result.append(slash)
+            result.append(contentsOf: part)
+        }
+        return result.isEmpty ? [slash] : result
+    }
+}
+
+/// Finds descriptors of shielded files in processes' descriptor tables. `/proc/PID/fdinfo`
+/// gives a descriptor's inode and mount id; the mount id leads to the device through the
+/// mount table of the process's own mount namespace (a process in a namespace of its own,
+/// `unshare -Urm`, sees the same file through mounts of other ids), read only when an inode
+/// matches and once per namespace. A matching inode on a mount that no table shows (a mount
+/// detached with `umount -l`, or a table past ``RunningProcess/mountsLimit``) counts as held.
+///
+/// What it cannot see: a descriptor that is in no process's table (sent over a Unix socket and
+/// not yet received), or one opened through another file system's view of the file (an overlay
+/// mount), whose inode is not the shielded file's.
+struct DescriptorScan {
+    let files: Set<ExecDenyShield.FileID>
+    let inodes: Set<UInt64>
+    /// Per mount namespace (the target of `/proc/PID/ns/mnt`): mount id to device.
+    private var namespaces: [[UInt8]: [UInt64: UInt64]] = [:]
+    /// Namespaces whose table was read again in this scan.
+    private var reread: Set<[UInt8]> = []
+
+    init(_ files: Set<ExecDenyShield.FileID>) {
+        self.files = files
+        inodes = Set(files.map(\.inode))
+    }
+
+    /// One of the files that the process holds open (at most 65,536 descriptors are read);
+    /// `nil` when it holds none. When the first thread has ended, a live thread's table is read.
+    mutating func held(by pid: Int32) -> ExecDenyShield.FileID? {
+        var folder = "/proc/\(pid)"
+        guard var descriptors = ProcFile.numbers(in: folder + "/fdinfo") else { return nil }
+        if descriptors.isEmpty, let live = RunningProcess.liveTask(pid),
+            let theirs = ProcFile.numbers(in: live + "/fdinfo")
+        {
+            folder = live
+            descriptors = theirs
+        }
+        for descriptor in descriptors.prefix(65_536) {
+            // The fields wanted come first (`pos`, `flags`, `mnt_id`, `ino`).
+            guard let info = ProcFile.read(folder + "/fdinfo/\(descriptor)", limit: 4096) else { continue }
+            var inode: UInt64?
+            var mount: UInt64?
+            for line in info.bytes.split(separator: UInt8(ascii: "\n")) {
+                if line.starts(with: Array("ino:".utf8)) {
+                    inode = ProcFile.number(Self.value(line.dropFirst(4)))
+                } else if line.starts(with: Array("mnt_id:".utf8)) {
+                    mount = ProcFile.number(Self.value(line.dropFirst(7)))
+                }
+            }
+            guard let inode, inodes.contains(inode), let mount else { continue }
+            if let device = device(of: mount, pid: pid) {
+                if files.contains(.init(device: device, inode: inode)) {
+                    return .init(device: device, inode: inode)
+                }
+            } else if let file = files.first(where: { $0.inode == inode }) {
+                return file  // on a mount no table shows: held, to be safe
+            }
+        }
+        return nil
+    }
+
+    private static func value(_ bytes: ArraySlice<UInt8>) -> ArraySlice<UInt8> {
+        bytes.drop(while: { $0 == 9 || $0 == 32 })
+    }
+
+    /// The device of mount `mount` in the mount namespace of `pid`; read again once when the
+    /// table read earlier in the scan does not have it (a mount made since).
+    private mutating func device(of mount: UInt64, pid: Int32) -> UInt64? {
+        let namespace = ProcFile.link("/proc/\(pid)/ns/mnt") ?? Array("pid \(pid)".utf8)
+        if let table = namespaces[namespace] {
+            if let device = table[mount] { return device }
+            guard reread.insert(namespace).inserted else { return nil }
+        }
+        guard let table = Self.mounts(pid) else { return nil }
+        namespaces[namespace] = table
+        return table[mount]
+    }
+
+    /// Mount id to device, from `/proc/PID/mountinfo` (`id parent major:minor root point …`),
+    /// up to ``RunningProcess/mountsLimit``.
+    static func mounts(_ pid: Int32) -> [UInt64: UInt64]? {
+        guard let text = ProcFile.read("/proc/\(pid)/mountinfo", limit: RunningProcess.mountsLimit) else {
+            return nil
+        }
+        var devices: [UInt64: UInt64] = [:]
+        for line in text.bytes.split(separator: UInt8(ascii: "\n")) {
+            let fields = line.split(separator: UInt8(ascii: " "), maxSplits: 3)
+            guard fields.count >= 3, let id = ProcFile.number(fields[0]) else { continue }
+            let numbers = fields[2].split(separator: UInt8(ascii: ":"))
+            guard numbers.count == 2, let major = ProcFile.number(numbers[0]),
+                let minor = ProcFile.number(numbers[1])
+            else { continue }
+            devices[id] = RunningProcess.makeDevice(major, minor)
+        }
+        return devices
     }
 }

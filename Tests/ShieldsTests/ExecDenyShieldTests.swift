@@ -613,6 +613,11 @@ struct RunningProcessTests {
         #expect(process.state == "T")
         #expect(process.startTime == 987_654)
         #expect(RunningProcess(pid: 1, stat: "1 (init) S 0") == nil)
+        // A name that is not UTF-8 (a program run through a link named with the byte 0xff).
+        let bytes =
+            Array("4242 (\u{1}".utf8) + [0xFF, 0xFE]
+            + Array(") T 1 4242 4242 0 -1 4194560 100 0 0 0 1 2 0 0 20 0 1 0 77 1".utf8)
+        #expect(RunningProcess(pid: 4242, stat: bytes)?.startTime == 77)
         #expect(RunningProcess(pid: getpid())?.isAlive == true)
     }
 }
