@@ -54,17 +54,6 @@ func encodeDetectorConfiguration(_ configuration: DetectorConfiguration) -> Stri
     return String(decoding: data, as: UTF8.self)
 }
 
-/// A JSON value as JSON text, for messages (`7.5`, `1e+20`, `null`, `"text"`).
-func jsonText(_ value: Any) -> String {
-    if value is NSNull { return "null" }
-    if let string = value as? String { return StrictJSON.quoted(string) }
-    if value is [Any] { return "an array" }
-    if value is [String: Any] { return "an object" }
-    guard let data = try? JSONSerialization.data(withJSONObject: [value], options: .fragmentsAllowed) else {
-        return "\(value)"
-    }
-    return String(decoding: data.dropFirst().dropLast(), as: UTF8.self)
-}
 
 /// The operating system's reason behind a Foundation file error ("Permission denied"), rather
 /// than Foundation's own text ("The operation could not be completed").

@@ -348,23 +348,10 @@ struct Tune: Command {
         out.line("wrote \(output)/best.json, report.md, objective.svg, placements.svg, space.json")
     }
 
-    /// Reads a `--space` file: strict JSON (duplicate keys are errors), an object at the top.
+    /// Reads a `--space` file by the strict reader (duplicate keys are errors, errors located
+    /// FILE:LINE:COLUMN).
     static func loadSpace(path: String) throws -> ParameterSpace {
-        let bytes = try readConfigurationFile(path: path)
-        do {
-            try StrictJSON.validate(bytes)
-        } catch {
-            throw ParameterSpaceError(path: path, message: "not valid JSON: \(error)")
-        }
-        let object = try? JSONSerialization.jsonObject(with: Data(bytes), options: .fragmentsAllowed)
-        guard let object, object is [String: Any] else {
-            throw ParameterSpaceError(
-                path: path,
-                message:
-                    "expected a JSON object of parameters at the top level, found \(object.map(jsonText) ?? "nothing")"
-            )
-        }
-        return try ParameterSpace.parse(json: Data(bytes), path: path)
+        try ParameterSpace.parse(json: Data(try readConfigurationFile(path: path)), path: path)
     }
 
     /// Creates the output folder if needed and checks that files can be written in it.

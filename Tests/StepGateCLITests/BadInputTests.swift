@@ -25,24 +25,26 @@ struct BadInputTests {
         // 12: numbers that do not fit, with the key and what was expected.
         BadInput(
             arguments: ["config", "FILE"], contents: #"{"stepsToConfirm": 7.5}"#,
-            message: "FILE: 'stepsToConfirm': expected a whole number, found 7.5"),
+            message: "FILE:1:2: stepsToConfirm: expected a whole number, found 7.5"),
         BadInput(
             arguments: ["config", "FILE"], contents: #"{"stepsToConfirm": 1e20}"#,
-            message: "FILE: 'stepsToConfirm': expected a whole number, found 1e+20"),
+            message: "FILE:1:2: stepsToConfirm: expected a whole number, found 1e+20"),
         BadInput(
             arguments: ["config", "FILE"], contents: #"{"detector": {"maximumSkippedPeaks": 2.5}}"#,
-            message: "FILE: 'detector.maximumSkippedPeaks': expected a whole number, found 2.5"),
+            message: "FILE:1:15: detector.maximumSkippedPeaks: expected a whole number, found 2.5"),
         BadInput(
             arguments: ["replay", "SAMPLE", "--config", "FILE"], contents: #"{"fillMissedSteps": 1}"#,
-            message: "FILE: 'fillMissedSteps': expected true or false"),
+            message: "FILE:1:2: fillMissedSteps: expected true or false, found 1"),
         BadInput(
             arguments: ["tune", "SAMPLE", "--space", "FILE", "--output", "DIR"],
             contents:
                 #"{"minimumPeak": {"min": 0.03, "max": 0.1}, "minimumPeak": {"min": 0.03, "max": 0.1}}"#,
-            message: "FILE: not valid JSON: invalid JSON at byte 56: duplicate key \"minimumPeak\""),
+            message: "FILE:1:44: invalid JSON: duplicate key \"minimumPeak\""),
         BadInput(
             arguments: ["tune", "SAMPLE", "--space", "FILE", "--output", "DIR"], contents: "null",
-            message: "FILE: expected a JSON object of parameters at the top level, found null"),
+            message:
+                "FILE:1:1: expected a JSON object of parameters, e.g. {\"minimumPeak\": {\"min\": 0.03, \"max\": 0.1}}, found null"
+        ),
         // 14: folders, missing files and null documents.
         BadInput(arguments: ["config", "DIR"], message: "DIR: this is a folder; expected a file"),
         BadInput(

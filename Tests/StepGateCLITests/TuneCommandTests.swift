@@ -149,7 +149,7 @@ struct TuneCommandTests {
         let result = try stepgate(["tune", manifest, "--space", space.path, "--output", folder.path])
         #expect(result.status == 1)
         #expect(
-            result.standardError.contains("space.json: 'minimumPeak': expected min ≤ max"),
+            result.standardError.contains("space.json:1:2: minimumPeak: expected min ≤ max"),
             "\(result.standardError)")
     }
 
