@@ -54,7 +54,6 @@ func encodeDetectorConfiguration(_ configuration: DetectorConfiguration) -> Stri
     return String(decoding: data, as: UTF8.self)
 }
 
-
 /// The operating system's reason behind a Foundation file error ("Permission denied"), rather
 /// than Foundation's own text ("The operation could not be completed").
 func systemReason(_ error: any Error) -> String {
