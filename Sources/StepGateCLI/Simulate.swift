@@ -78,6 +78,8 @@ func loadPolicyConfiguration(path: String) throws -> PolicyConfiguration {
     do {
         return try PolicyConfiguration.parse(text)
     } catch {
-        throw ConfigurationFileError(path: path, message: error.description)
+        // Located in the file: FILE:LINE:COLUMN (a syntax error where reading stopped).
+        throw ConfigurationFileError(
+            path: path, bytes: bytes, document: try? JSONDocument.parse(bytes: bytes), error: error)
     }
 }

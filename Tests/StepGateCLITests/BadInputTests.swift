@@ -50,6 +50,12 @@ struct BadInputTests {
         BadInput(
             arguments: ["simulate", "--config", "DIR", "FILE"], contents: "\n",
             message: "DIR: this is a folder; expected a file"),
+        // A policy file's errors are located too.
+        BadInput(
+            arguments: ["replay", "SAMPLE", "--policy", "FILE", "--start", "2026-01-01T00:00:00Z"],
+            contents:
+                "{\n  \"stores\": {\n    \"games\": { \"selection\": {}, \"gate\": { \"goals\": [{ \"steps\": 0, \"minutes\": 5 }] } }\n  }\n}",
+            message: "FILE:3:55: stores.games.gate.goals[0].steps: expected at least 1 step"),
         BadInput(
             arguments: ["replay", "SAMPLE", "--policy", "DIR", "--start", "2026-01-01T00:00:00Z"],
             message: "DIR: this is a folder; expected a file"),
