@@ -82,7 +82,7 @@ public final class ExecDenyShield: Shield {
         let privilegedGroup: UInt32?
         /// The stores that shield each denied file, and who is told of a denied launch.
         let stores = Mutex<[FileID: [String]]>([:])
-        let onDenied = Mutex<(@Sendable (ExecDenial) -> Void)?>(nil)
+        let onDenied = Mutex<Callback<ExecDenial>?>(nil)
 
         init(privilegedGroup: UInt32?) { self.privilegedGroup = privilegedGroup }
     }
@@ -90,16 +90,28 @@ public final class ExecDenyShield: Shield {
     /// Called (on the watcher's thread) when a folder holding a shielded file changes: a file
     /// was created, moved in, replaced or removed there. Refresh from your own loop.
     public var onChange: (@Sendable () -> Void)? {
-        get { watcher?.onChange.withLock { $0 } }
-        set { watcher?.onChange.withLock { $0 = newValue } }
+        get {
+            guard let box = watcher?.onChange.withLock({ $0 }) else { return nil }
+            return { box.call(()) }
+        }
+        set {
+            let box: Callback<Void>? = newValue.map { call in Callback { (_: Void) in call() } }
+            watcher?.onChange.withLock { $0 = box }
+        }
     }
 
     /// Called on the responder's thread, after the answer was written, for every launch denied
     /// (an exec, not a plain open). It must not block: post it to your own loop.
     public var onDenied: (@Sendable (ExecDenial) -> Void)? {
-        get { denied.onDenied.withLock { $0 } }
-        set { denied.onDenied.withLock { $0 = newValue } }
+        get { denialCallback }
+        set {
+            let box: Callback<ExecDenial>? = newValue.map { Callback($0) }
+            denied.onDenied.withLock { $0 = box }
+        }
     }
+
+    /// What the responder reads for each denied launch (see ``onDenied``).
+    var denialCallback: (@Sendable (ExecDenial) -> Void)? { denied.onDenied.withLock { $0 }?.call }
 
     /// Where `.desktop` files are looked for by default.
     public static let standardApplicationDirectories = [
@@ -555,7 +567,7 @@ public final class ExecDenyShield: Shield {
                     }
                     // Who tried, read after the answer (the launch never waits for it).
                     if verdict == UInt32(FAN_DENY), event.mask & UInt64(FAN_OPEN_EXEC_PERM) != 0,
-                        let report = denied.onDenied.withLock({ $0 })
+                        let report = denied.onDenied.withLock({ $0 })?.call
                     {
                         let id = FileID(device: UInt64(info.st_dev), inode: UInt64(info.st_ino))
                         let opener = ProcessCredentials(pid: event.pid)
@@ -647,7 +659,7 @@ struct ProcessCredentials: Equatable {
 /// Watches folders with inotify on a thread of its own and calls `onChange` when an entry in
 /// one of them is created, moved in or out, replaced, deleted or has its attributes changed.
 final class FolderWatcher: Sendable {
-    let onChange = Mutex<(@Sendable () -> Void)?>(nil)
+    let onChange = Mutex<Callback<Void>?>(nil)
     private let fd: Int32
     private let watches = Mutex<[String: Int32]>([:])
     private let stopped = Atomic<Bool>(false)
@@ -709,9 +721,18 @@ final class FolderWatcher: Sendable {
             }
             if changed {
                 // Deleted or moved folders lose their watch; the next refresh watches them again.
-                if let callback = onChange.withLock({ $0 }) { callback() }
+                if let callback = onChange.withLock({ $0 }) { callback.call(()) }
             }
         }
         close(fd)
     }
+}
+
+/// A callback held by reference. A function value kept in a lock and read back through its
+/// `inout` access is re-wrapped (reabstracted) on every read; read once per event, it grew until
+/// calling it overflowed the stack (a loop of denied launches crashed the daemon). A class
+/// reference is read back as it is.
+final class Callback<Argument>: Sendable {
+    let call: @Sendable (Argument) -> Void
+    init(_ call: @escaping @Sendable (Argument) -> Void) { self.call = call }
 }

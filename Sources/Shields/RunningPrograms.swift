@@ -136,7 +136,9 @@ struct RunningProcess: Hashable, Sendable {
     /// `nil` when none lives (among the first eight).
     static func liveTask(_ pid: Int32) -> String? {
         guard let threads = ProcFile.numbers(in: "/proc/\(pid)/task") else { return nil }
-        for thread in threads.prefix(8) where thread != pid {
+        // Every thread is looked at: a tracer can keep any number of exited threads as zombies
+        // in front of the one still running.
+        for thread in threads where thread != pid {
             let folder = "/proc/\(pid)/task/\(thread)"
             if let stat = ProcFile.read(folder + "/stat", limit: 4096), let state = Self.state(stat.bytes),
                 state != "Z", state != "X"

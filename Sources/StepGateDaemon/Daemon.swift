@@ -39,6 +39,8 @@ package final class Daemon {
     /// Each configured executable's resolved path, for the launch guard's `check` (resolved
     /// here, from the administrator's configuration, never from what a client sends).
     private var resolvedExecutables: [String: String] = [:]
+    /// When each user last got the shield screen of each store ("uid:store"), on the boot clock.
+    private var lastShieldScreen: [String: Duration] = [:]
     /// The step history (steps.json): fed by the input task, read for status and history.
     private let ledger: StepLedger
     /// Desktop notices: the shield screen and the notices around an unlock.
@@ -381,8 +383,22 @@ package final class Daemon {
     /// The shield screen for a denied launch, on the desktop of the user who tried (queued:
     /// nothing here waits on their bus), and a line in the journal.
     private func showShieldScreen(_ denial: ExecDenial) {
+        // A launcher retrying in a loop gets one screen per interval: decided here, before any
+        // work (a loop of denied launches must cost the daemon next to nothing).
+        let now = clock.bootTime()
+        let interval = Duration.milliseconds(Int64(configuration.notifications.minimumIntervalSeconds * 1000))
+        let due = denial.stores.filter { store in
+            let key = "\(denial.uid.map(String.init) ?? "?"):\(store)"
+            if let last = lastShieldScreen[key], now - last < interval { return false }
+            lastShieldScreen[key] = now
+            return true
+        }
+        if lastShieldScreen.count > 4096 {
+            lastShieldScreen = lastShieldScreen.filter { now - $0.value < interval }
+        }
+        guard !due.isEmpty else { return }
         let status = engine.status(at: clock.now())
-        for store in denial.stores {
+        for store in due {
             let s = status.stores.first { $0.name == store }
             let sent = notices.denied(
                 denial, store: store, message: configuration.messages[store],

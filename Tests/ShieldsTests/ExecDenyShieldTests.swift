@@ -182,6 +182,24 @@ struct ExecDenyShieldTests {
         #expect(shield.recheck().isEmpty, "no overflow to report")
     }
 
+    /// A callback read once per denied launch must cost the same on the 200,000th launch as on
+    /// the first: a function value read back through a lock's `inout` was re-wrapped on every
+    /// read, until calling it overflowed the responder's stack (a loop of denied launches
+    /// crashed the daemon).
+    @Test func aCallbackReadOnEveryEventDoesNotGrow() throws {
+        let shield = try ExecDenyShield()
+        let calls = Mutex(0)
+        shield.onDenied = { _ in calls.withLock { $0 += 1 } }
+        shield.onChange = { calls.withLock { $0 += 1 } }
+        for _ in 0..<200_000 {
+            _ = shield.denialCallback
+            _ = shield.onChange
+        }
+        shield.denialCallback?(ExecDenial(pid: 1, uid: 1, gid: 1, path: "/x", stores: []))
+        shield.onChange?()
+        #expect(calls.withLock { $0 } == 2)
+    }
+
     /// The admin group passes the open check (the store's own admins maintain the program).
     @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/setpriv"), "needs setpriv"))
     func theAdminGroupMayReadTheShieldedFile() throws {
