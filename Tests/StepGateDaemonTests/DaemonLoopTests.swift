@@ -151,7 +151,7 @@ struct Loop {
     /// Asks for the status until `condition` holds (in real time; generous, as a loaded test run
     /// can keep the loop's tasks waiting for a thread).
     func waitForStatus(_ condition: ([String: Any]) -> Bool) async throws -> [String: Any] {
-        let deadline = ContinuousClock.now + .seconds(120)
+        let deadline = ContinuousClock.now + .seconds(900)
         var last: [String: Any] = [:]
         while ContinuousClock.now < deadline {
             last = try await status()
@@ -222,9 +222,10 @@ struct Silence: SampleSource {
     }
 }
 
-/// Waits for `condition` (the shields work on queues of their own), 120 s at most.
+/// Waits for `condition` (the shields work on queues of their own), 900 s at most: in a full
+/// test run, suites that block the shared threads can hold the loop's tasks for minutes.
 func eventually(_ condition: () -> Bool, sourceLocation: SourceLocation = #_sourceLocation) async throws {
-    let deadline = ContinuousClock.now + .seconds(120)
+    let deadline = ContinuousClock.now + .seconds(900)
     while !condition() {
         guard ContinuousClock.now < deadline else {
             Issue.record("never came true", sourceLocation: sourceLocation)
