@@ -22,6 +22,13 @@ public import UnlockPolicy
 /// let an open through unanswered, and a user can block as many opens as they have tasks. If
 /// StepGate dies, the kernel closes the fanotify group and allows everything.
 ///
+/// While a store is unlocked, its files carry notification marks instead (`FAN_OPEN`,
+/// `FAN_OPEN_EXEC`: nothing waits for an answer), and every gated process that opens one is
+/// remembered; when the store is shielded again, those still running and their descendants
+/// count as running its programs (see ``Reaper``). That is how a script read by an interpreter
+/// through a name of the user's own (`python3 -m game`, a link, standard input) is found at
+/// relock: its interpreter's maps and command line do not show it.
+///
 /// Programs are matched by their resolved path (symlinks followed; a bare name is looked up on
 /// `PATH`), and desktop categories through the `.desktop` files' `Exec=` lines. Every
 /// ``refresh()`` re-resolves and re-marks, so a replaced or upgraded binary (a new inode) is
@@ -40,6 +47,12 @@ public final class ExecDenyShield: Shield {
     private var targets: [String: Set<Target>] = [:]
     /// Marked files and the path each was marked through.
     private var marked: [FileID: String] = [:]
+    /// Targets of stores that were shielded and are not now, per store: their files' openers
+    /// are remembered.
+    private var watchedTargets: [String: Set<Target>] = [:]
+    /// Files carrying notification marks (see ``watchMarks``) and the path each was marked
+    /// through.
+    private var watchMarked: [FileID: String] = [:]
     /// What the responder thread denies; shared with it.
     private let denied: Denied
     private var responders: [Thread] = []
@@ -83,6 +96,41 @@ public final class ExecDenyShield: Shield {
         /// The stores that shield each denied file, and who is told of a denied launch.
         let stores = Mutex<[FileID: [String]]>([:])
         let onDenied = Mutex<Callback<ExecDenial>?>(nil)
+        /// Files of unlocked stores whose gated openers are remembered.
+        let watched = Mutex<Set<FileID>>([])
+        /// Gated processes that opened a watched file, per file, until its store is shielded.
+        let openers = Mutex<Openers>(Openers())
+
+        struct Openers {
+            var byFile: [FileID: Set<RunningProcess>] = [:]
+            var count = 0
+            /// The count after the last pruning of ended processes.
+            var pruned = 0
+
+            mutating func insert(_ process: RunningProcess, for file: FileID) {
+                guard byFile[file, default: []].insert(process).inserted else { return }
+                count += 1
+                // Bounded by the processes alive: ended ones are dropped whenever the count has
+                // doubled since the last pruning.
+                if count > 2 * pruned + 1024 {
+                    byFile = byFile.mapValues { $0.filter(\.isAlive) }.filter { !$0.value.isEmpty }
+                    count = byFile.values.reduce(0) { $0 + $1.count }
+                    pruned = count
+                }
+            }
+
+            /// Takes the openers of `files` out.
+            mutating func take(_ files: Set<FileID>) -> Set<RunningProcess> {
+                var taken: Set<RunningProcess> = []
+                for file in files {
+                    if let set = byFile.removeValue(forKey: file) {
+                        taken.formUnion(set)
+                        count -= set.count
+                    }
+                }
+                return taken
+            }
+        }
 
         init(privilegedGroup: UInt32?) { self.privilegedGroup = privilegedGroup }
     }
@@ -121,6 +169,9 @@ public final class ExecDenyShield: Shield {
 
     /// The events marked on every shielded file.
     static let marks = UInt64(FAN_OPEN_EXEC_PERM) | UInt64(FAN_OPEN_PERM)
+    /// The events marked on the files of stores that are not shielded now: notifications, which
+    /// nothing waits for.
+    static let watchMarks = UInt64(FAN_OPEN) | UInt64(FAN_OPEN_EXEC)
 
     /// Opens a fanotify group and starts the responder thread.
     ///
@@ -245,6 +296,8 @@ public final class ExecDenyShield: Shield {
         var storeTargets = targets[context.store] ?? []
         storeTargets.formUnion(selection)
         targets[context.store] = storeTargets
+        watchedTargets[context.store]?.subtract(selection)
+        if watchedTargets[context.store]?.isEmpty == true { watchedTargets[context.store] = nil }
         defer { actOnRunningPrograms() }
         try refresh()
     }
@@ -253,6 +306,7 @@ public final class ExecDenyShield: Shield {
         let before = storeFiles[context.store] ?? []
         targets[context.store]?.subtract(selection)
         if targets[context.store]?.isEmpty == true { targets[context.store] = nil }
+        watchedTargets[context.store, default: []].formUnion(selection)
         defer {
             // Programs stopped while shielded go on, unless another store still shields them
             // (the reaper does it, after it has stopped acting for this store).
@@ -266,10 +320,17 @@ public final class ExecDenyShield: Shield {
     /// runs them on a thread of its own; marking never waits on it.
     private func actOnRunningPrograms(resume: Set<FileID> = []) {
         var stores: [String: (files: Set<FileID>, paths: Set<String>, action: RunningProgramAction)] = [:]
-        for (store, files) in storeFiles {
-            stores[store] = (files, storePaths[store] ?? [], runningAction(store))
+        var openers: [String: Set<RunningProcess>] = [:]
+        denied.openers.withLock { recorded in
+            for (store, files) in storeFiles.sorted(by: { $0.key < $1.key }) {
+                stores[store] = (files, storePaths[store] ?? [], runningAction(store))
+                // Who opened the files while they were not shielded (the first store to take a
+                // file's openers acts on them).
+                let taken = recorded.take(files)
+                if !taken.isEmpty { openers[store] = taken }
+            }
         }
-        reaper.update(stores, resume: resume)
+        reaper.update(stores, openers: openers, resume: resume)
     }
 
     /// Stops every process `find` reports, the moment it is found (a stopped process cannot
@@ -400,6 +461,7 @@ public final class ExecDenyShield: Shield {
             }
             marked[id] = nil
         }
+        rewatch(wanted: wanted)
         // A desktop entry added or changed is noticed at once, not at the next tick.
         if all.contains(where: { $0.kind == .desktopCategory }) {
             for directory in applicationDirectories {
@@ -417,6 +479,35 @@ public final class ExecDenyShield: Shield {
             }
         }
         return result
+    }
+
+    /// Marks the files of unlocked stores' targets (those not shielded by another store) for
+    /// notifications, and unmarks those no longer watched; forgets the openers of files that
+    /// are neither watched nor shielded.
+    private func rewatch(wanted: [FileID: String]) {
+        var watch: [FileID: String] = [:]
+        let all = watchedTargets.values.reduce(into: Set<Target>()) { $0.formUnion($1) }
+        for target in all.sorted() {
+            for file in resolve(target).files {
+                let id = FileID(device: file.device, inode: file.inode)
+                guard wanted[id] == nil, watch[id] == nil else { continue }
+                if fanotify_mark(group, UInt32(FAN_MARK_ADD), Self.watchMarks, AT_FDCWD, file.path) == 0 {
+                    watch[id] = file.path
+                }
+            }
+        }
+        for (id, path) in watchMarked where watch[id] == nil {
+            if fileID(path) == id {
+                _ = fanotify_mark(group, UInt32(FAN_MARK_REMOVE), Self.watchMarks, AT_FDCWD, path)
+            }
+        }
+        watchMarked = watch
+        let watched = Set(watch.keys)
+        denied.watched.withLock { $0 = watched }
+        denied.openers.withLock { openers in
+            let gone = Set(openers.byFile.keys).subtracting(watched).subtracting(wanted.keys)
+            _ = openers.take(gone)
+        }
     }
 
     private func parentFolder(_ path: String) -> String {
@@ -539,7 +630,22 @@ public final class ExecDenyShield: Shield {
                     // Cannot happen with an unlimited queue; if it does, say so (see recheck).
                     denied.counters.withLock { $0.overflows += 1 }
                 }
-                if event.fd >= 0 {
+                let permission =
+                    event.mask & (UInt64(FAN_OPEN_PERM) | UInt64(FAN_OPEN_EXEC_PERM) | UInt64(FAN_ACCESS_PERM)) != 0
+                if event.fd >= 0 && !permission {
+                    // A watched file opened: remember a gated opener.
+                    var info = stat()
+                    if fstat(event.fd, &info) == 0 {
+                        let id = FileID(device: UInt64(info.st_dev), inode: UInt64(info.st_ino))
+                        if denied.watched.withLock({ $0.contains(id) }) || denied.files.withLock({ $0[id] != nil }),
+                            ProcessCredentials(pid: event.pid)?.isPrivileged(group: denied.privilegedGroup) == false,
+                            let process = RunningProcess(pid: event.pid)
+                        {
+                            denied.openers.withLock { $0.insert(process, for: id) }
+                        }
+                    }
+                    close(event.fd)
+                } else if event.fd >= 0 {
                     var verdict = UInt32(FAN_ALLOW)
                     var info = stat()
                     if fstat(event.fd, &info) == 0 {

@@ -12,14 +12,23 @@ import Synchronization
 /// descriptor held from an unlock). A process is acted on as soon as a pass has found it.
 /// Rounds run when the shield asks (a relock, a recheck) and at least every second while
 /// anything is shielded.
+///
+/// Besides, each store carries the gated processes that opened one of its files while it was
+/// unlocked (the exec shield records them): a script read by an interpreter through any name
+/// (`python3 -m game`, a link of the user's own, standard input) leaves no trace in the
+/// interpreter's maps or command line. Those still running, and their descendants, are acted on
+/// like the others.
 final class Reaper: Sendable {
     struct Store: Sendable {
+        var name: String
         var files: Set<ExecDenyShield.FileID>
         /// The files' paths (a process mapping a file replaced under one of them counts too).
         var paths: Set<String>
         var action: RunningProgramAction
         /// When the store was shielded: the start of its programs' grace period.
         var since: ContinuousClock.Instant
+        /// Gated processes that opened one of the files while the store was unlocked.
+        var openers: Set<RunningProcess> = []
     }
 
     private struct State {
@@ -30,6 +39,8 @@ final class Reaper: Sendable {
         var cursor = 0
         /// Files no longer shielded whose stopped processes go on at the next round.
         var resume: Set<ExecDenyShield.FileID> = []
+        /// Openers (and their descendants) of stores no longer shielded, to go on if stopped.
+        var resumeOpeners: Set<RunningProcess> = []
     }
 
     private let state = Mutex(State())
@@ -51,19 +62,27 @@ final class Reaper: Sendable {
 
     /// The shielded stores now (their files and actions), and files whose stopped processes go
     /// on; starts a round.
+    /// `openers` are added to what the store had (a store keeps its openers while it is
+    /// shielded); a store left out is no longer shielded, and its stopped openers go on.
     func update(
         _ stores: [String: (
             files: Set<ExecDenyShield.FileID>, paths: Set<String>, action: RunningProgramAction
         )],
+        openers: [String: Set<RunningProcess>] = [:],
         resume: Set<ExecDenyShield.FileID> = []
     ) {
         let now = ContinuousClock.now
         state.withLock { state in
             var next: [String: Store] = [:]
             for (name, store) in stores {
+                let before = state.stores[name]
                 next[name] = Store(
-                    files: store.files, paths: store.paths, action: store.action,
-                    since: state.stores[name]?.since ?? now)
+                    name: name, files: store.files, paths: store.paths, action: store.action,
+                    since: before?.since ?? now,
+                    openers: (before?.openers ?? []).union(openers[name] ?? []))
+            }
+            for (name, store) in state.stores where next[name] == nil {
+                state.resumeOpeners.formUnion(store.openers)
             }
             state.stores = next
             state.resume.formUnion(resume)
@@ -88,12 +107,20 @@ final class Reaper: Sendable {
     }
 
     private func round() {
-        let (stores, resume) = state.withLock { state in
-            defer { state.resume = [] }
-            return (state.stores, state.resume)
+        let (stores, resume, resumeOpeners) = state.withLock { state in
+            defer {
+                state.resume = []
+                state.resumeOpeners = []
+            }
+            return (state.stores, state.resume, state.resumeOpeners)
         }
         if !resume.isEmpty {
             for process in RunningProcess.running(resume) where process.state == "T" {
+                process.signal(SIGCONT)
+            }
+        }
+        if !resumeOpeners.isEmpty {
+            for process in RunningProcess.withDescendants(resumeOpeners) where process.state == "T" {
                 process.signal(SIGCONT)
             }
         }
@@ -101,16 +128,41 @@ final class Reaper: Sendable {
         let group = privilegedGroup
         let gated = { (pid: Int32) in ProcessCredentials(pid: pid)?.isPrivileged(group: group) == false }
         let now = ContinuousClock.now
+        // Whether the store is still shielded as it was when the round began: one unlocked
+        // meanwhile is not acted for (a game started right after an unlock is not ended by the
+        // round that was under way).
+        let current = { (store: Store) in self.state.withLock { $0.stores[store.name]?.since == store.since } }
         for (_, store) in stores.sorted(by: { $0.key < $1.key }) where store.action != .leave {
+            guard current(store) else { continue }
             let overdue = now - store.since >= grace
             // Maps: cheap, every round. Past the grace period, sweep until nothing runs (a
             // stopped process cannot fork), then kill.
             if overdue && store.action == .terminate {
                 ExecDenyShield.stopAndKill { found in
-                    _ = RunningProcess.running(store.files, paths: store.paths, include: gated, found: found)
+                    _ = RunningProcess.running(store.files, paths: store.paths, include: gated) { process in
+                        if current(store) { found(process) }
+                    }
                 }
             } else {
-                act(on: RunningProcess.running(store.files, paths: store.paths, include: gated), store.action)
+                let processes = RunningProcess.running(store.files, paths: store.paths, include: gated)
+                if current(store) { act(on: processes, store.action) }
+            }
+            // What read a file during the unlock, and what it has started since.
+            let ended = store.openers.filter { !$0.isAlive }
+            if !ended.isEmpty {
+                state.withLock { $0.stores[store.name]?.openers.subtract(ended) }
+            }
+            if ended.count < store.openers.count {
+                let processes = RunningProcess.withDescendants(store.openers.subtracting(ended)).filter {
+                    gated($0.pid)
+                }
+                guard current(store) else { continue }
+                if overdue && store.action == .terminate {
+                    for process in processes { process.signal(SIGSTOP) }
+                    for process in processes { process.signal(SIGKILL) }
+                } else {
+                    act(on: processes, store.action)
+                }
             }
         }
         // Descriptors: within the budget, from where the last round stopped.
@@ -130,7 +182,7 @@ final class Reaper: Sendable {
             guard pid > 1, pid != getpid(), gated(pid),
                 let file = descriptors.held(by: pid),
                 let store = acting.first(where: { $0.files.contains(file) }),
-                let process = RunningProcess(pid: pid)
+                let process = RunningProcess(pid: pid), current(store)
             else { continue }
             // The store whose file it holds decides: past its grace period, stopped and killed.
             if store.action == .terminate && now - store.since >= grace {

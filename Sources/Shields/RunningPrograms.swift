@@ -78,8 +78,16 @@ struct RunningProcess: Hashable, Sendable {
     /// Field 22 of `/proc/PID/stat`, in clock ticks since boot.
     var startTime: UInt64
     /// The one-letter state (`R`, `S`, `T` for stopped, …); a live thread's when the first thread
-    /// has ended (`Z`) and others run on.
+    /// has ended (`Z`) and others run on. Not part of the identity: the same process is equal to
+    /// itself whatever it is doing.
     var state: Character
+
+    static func == (a: Self, b: Self) -> Bool { a.pid == b.pid && a.startTime == b.startTime }
+
+    func hash(into hasher: inout Hasher) {
+        hasher.combine(pid)
+        hasher.combine(startTime)
+    }
 
     /// How much of a process's memory map (`/proc/PID/maps`) is read: 16 MiB, some 200,000
     /// mappings, three times the kernel's default limit (`vm.max_map_count`, 65,530). A process
@@ -129,6 +137,43 @@ struct RunningProcess: Hashable, Sendable {
             found.append(process)
         }
         return found
+    }
+
+    /// `processes` that still run, and every process descended from one of them (by parent
+    /// process id, read from `/proc/PID/stat` now: a child that its parent has left, reparented
+    /// to init, is no longer found).
+    static func withDescendants(_ processes: Set<RunningProcess>) -> [RunningProcess] {
+        // Read again: the state recorded with a process is the state it had then.
+        let roots = Set(
+            processes.compactMap { process in
+                RunningProcess(pid: process.pid).flatMap { $0.startTime == process.startTime ? $0 : nil }
+            })
+        guard !roots.isEmpty, let pids = ProcFile.numbers(in: "/proc") else { return Array(roots) }
+        var children: [Int32: [RunningProcess]] = [:]
+        for pid in pids where pid > 1 && pid != getpid() {
+            guard let stat = ProcFile.read("/proc/\(pid)/stat", limit: 4096),
+                let process = RunningProcess(pid: pid, stat: stat.bytes),
+                let parent = Self.parent(stat.bytes)
+            else { continue }
+            children[parent, default: []].append(process)
+        }
+        var found = Set(roots)
+        var queue = Array(roots)
+        while let next = queue.popLast() {
+            for child in children[next.pid] ?? [] where found.insert(child).inserted {
+                // A child starts after its parent; an older one holds a reused id.
+                if child.startTime >= next.startTime { queue.append(child) } else { found.remove(child) }
+            }
+        }
+        return Array(found)
+    }
+
+    /// The parent process id of a `stat` line (field 4).
+    static func parent(_ bytes: [UInt8]) -> Int32? {
+        guard let close = bytes.lastIndex(of: UInt8(ascii: ")")) else { return nil }
+        let fields = bytes[(close + 1)...].split(separator: UInt8(ascii: " "))
+        guard fields.count > 1, let value = ProcFile.number(fields[1]), value <= Int32.max else { return nil }
+        return Int32(value)
     }
 
     /// The `/proc` folder of a live thread of `pid` other than its first, for when the first has

@@ -294,6 +294,111 @@ struct ExecDenyShieldTests {
         try shield.remove(target, context: ShieldContext(store: "l"))
     }
 
+    /// Found by an attack as the gated user: a script started during an unlock through a name
+    /// the shield does not know — a link of the user's own, standard input, `python3 -m` — left
+    /// nothing in the interpreter's maps or command line that names it, and ran on after the
+    /// relock. Whatever read a shielded file during the unlock, and what it started, is ended
+    /// at relock; a process of the same user that never read it runs on. With `stop`, the
+    /// readers are stopped and go on at the next unlock.
+    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/setpriv"), "needs setpriv"))
+    func aScriptReadDuringTheUnlockThroughAnyNameIsEndedAtRelock() throws {
+        chmod(folder.path, 0o755)
+        let script = folder.appendingPathComponent("game.sh").path
+        try "#!/bin/sh\nsleep 301\necho over\n".write(toFile: script, atomically: false, encoding: .utf8)
+        chmod(script, 0o755)
+        let module = folder.appendingPathComponent("pygame.py").path
+        try "import time\ntime.sleep(302)\n".write(toFile: module, atomically: false, encoding: .utf8)
+        chmod(module, 0o644)
+        let python = FileManager.default.isExecutableFile(atPath: "/usr/bin/python3") ? "/usr/bin/python3" : nil
+        // The user's own folder, with a link of theirs to the script.
+        let mine = try Fixtures.temporaryFolder().path
+        chown(mine, 65534, 65534)
+        let link = mine + "/mine.sh"
+        try FileManager.default.createSymbolicLink(atPath: link, withDestinationPath: script)
+        lchown(link, 65534, 65534)
+
+        func start(_ arguments: [String]) throws -> Process {
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
+            process.arguments = ["--reuid=nobody", "--regid=nogroup", "--clear-groups"] + arguments
+            try process.run()
+            return process
+        }
+        /// Nobody's processes whose command line is `words`.
+        func running(_ words: [String]) -> [Int32] {
+            let pids = (try? FileManager.default.contentsOfDirectory(atPath: "/proc"))?.compactMap(Int32.init) ?? []
+            return pids.filter { pid in
+                guard ProcessCredentials(pid: pid)?.uids.first == 65534,
+                    let line = ProcFile.read("/proc/\(pid)/cmdline", limit: 4096)
+                else { return false }
+                return line.bytes.split(separator: 0).map { String(decoding: $0, as: UTF8.self) } == words
+            }
+        }
+        let actions = Mutex<RunningProgramAction>(.terminate)
+        let shield = try ExecDenyShield(
+            runningAction: { _ in actions.withLock { $0 } }, gracePeriod: .milliseconds(300))
+        let games = ShieldContext(store: "games")
+        var targets = [Target(kind: .executable, value: script)]
+        if python != nil { targets.append(Target(kind: .executable, value: module)) }
+        try shield.apply(targets, context: games)
+        try shield.remove(targets, context: games)  // unlocked: the user plays
+
+        var started: [Process] = []
+        defer {
+            for process in started where process.isRunning { process.terminate() }
+            for pid in running(["sleep", "301"]) + running(["sleep", "303"]) { kill(pid, SIGKILL) }
+        }
+        func play() throws -> [Process] {
+            var playing = [
+                try start(["/bin/sh", link]),  // through a link of the user's own
+                try start(["/bin/sh", "-c", "exec /bin/sh < '\(script)'"]),  // from standard input
+            ]
+            if let python {
+                playing.append(
+                    try start([
+                        "/usr/bin/env", "PYTHONPATH=\(folder.path)", "PYTHONDONTWRITEBYTECODE=1", python, "-m",
+                        "pygame",
+                    ]))
+            }
+            started += playing
+            return playing
+        }
+        var playing = try play()
+        let bystander = try start(["/bin/sleep", "303"])  // never reads the game
+        started.append(bystander)
+        for _ in 0..<100 where running(["sleep", "301"]).count < 2 { usleep(20_000) }
+        usleep(300_000)  // python has imported the module
+        #expect(running(["sleep", "301"]).count == 2, "both shell games started their sleep")
+        let allStarted = playing.allSatisfy(\.isRunning)
+        #expect(allStarted)
+
+        try shield.apply(targets, context: games)  // relock
+        for _ in 0..<50 where playing.contains(where: \.isRunning) || !running(["sleep", "301"]).isEmpty {
+            usleep(100_000)
+            _ = shield.recheck()
+        }
+        let anyRunning = playing.contains(where: \.isRunning)
+        #expect(!anyRunning, "a game read during the unlock runs on after relock")
+        #expect(running(["sleep", "301"]).isEmpty, "what the game started runs on after relock")
+        #expect(bystander.isRunning, "a process that never read the game was ended")
+
+        // stop: the readers are stopped at relock and go on at the next unlock.
+        actions.withLock { $0 = .stop }
+        try shield.remove(targets, context: games)
+        playing = try play()
+        for _ in 0..<100 where running(["sleep", "301"]).count < 2 { usleep(20_000) }
+        usleep(300_000)
+        try shield.apply(targets, context: games)
+        func states() -> [Character?] {
+            playing.map { RunningProcess(pid: $0.processIdentifier)?.state }
+        }
+        for _ in 0..<50 where states().contains(where: { $0 != "T" }) { usleep(20_000) }
+        #expect(states().allSatisfy { $0 == "T" }, "\(states())")
+        try shield.remove(targets, context: games)
+        for _ in 0..<50 where states().contains(where: { $0 == "T" }) { usleep(20_000) }
+        #expect(states().allSatisfy { $0 == "S" }, "\(states())")
+    }
+
     /// Moving or renaming a shielded program does not free it, and status says the path is gone.
     @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/setpriv"), "needs setpriv"))
     func aShieldedProgramMovedAwayStaysShielded() throws {
