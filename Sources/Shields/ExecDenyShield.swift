@@ -631,14 +631,17 @@ public final class ExecDenyShield: Shield {
                     denied.counters.withLock { $0.overflows += 1 }
                 }
                 let permission =
-                    event.mask & (UInt64(FAN_OPEN_PERM) | UInt64(FAN_OPEN_EXEC_PERM) | UInt64(FAN_ACCESS_PERM)) != 0
+                    event.mask
+                    & (UInt64(FAN_OPEN_PERM) | UInt64(FAN_OPEN_EXEC_PERM) | UInt64(FAN_ACCESS_PERM)) != 0
                 if event.fd >= 0 && !permission {
                     // A watched file opened: remember a gated opener.
                     var info = stat()
                     if fstat(event.fd, &info) == 0 {
                         let id = FileID(device: UInt64(info.st_dev), inode: UInt64(info.st_ino))
-                        if denied.watched.withLock({ $0.contains(id) }) || denied.files.withLock({ $0[id] != nil }),
-                            ProcessCredentials(pid: event.pid)?.isPrivileged(group: denied.privilegedGroup) == false,
+                        if denied.watched.withLock({ $0.contains(id) })
+                            || denied.files.withLock({ $0[id] != nil }),
+                            ProcessCredentials(pid: event.pid)?.isPrivileged(group: denied.privilegedGroup)
+                                == false,
                             let process = RunningProcess(pid: event.pid)
                         {
                             denied.openers.withLock { $0.insert(process, for: id) }

@@ -131,7 +131,8 @@ final class Reaper: Sendable {
         // Whether the store is still shielded as it was when the round began: one unlocked
         // meanwhile is not acted for (a game started right after an unlock is not ended by the
         // round that was under way).
-        let current = { (store: Store) in self.state.withLock { $0.stores[store.name]?.since == store.since } }
+        let current = { (store: Store) in self.state.withLock { $0.stores[store.name]?.since == store.since }
+        }
         for (_, store) in stores.sorted(by: { $0.key < $1.key }) where store.action != .leave {
             guard current(store) else { continue }
             let overdue = now - store.since >= grace

@@ -309,7 +309,8 @@ struct ExecDenyShieldTests {
         let module = folder.appendingPathComponent("pygame.py").path
         try "import time\ntime.sleep(302)\n".write(toFile: module, atomically: false, encoding: .utf8)
         chmod(module, 0o644)
-        let python = FileManager.default.isExecutableFile(atPath: "/usr/bin/python3") ? "/usr/bin/python3" : nil
+        let python =
+            FileManager.default.isExecutableFile(atPath: "/usr/bin/python3") ? "/usr/bin/python3" : nil
         // The user's own folder, with a link of theirs to the script.
         let mine = try Fixtures.temporaryFolder().path
         chown(mine, 65534, 65534)
@@ -326,7 +327,8 @@ struct ExecDenyShieldTests {
         }
         /// Nobody's processes whose command line is `words`.
         func running(_ words: [String]) -> [Int32] {
-            let pids = (try? FileManager.default.contentsOfDirectory(atPath: "/proc"))?.compactMap(Int32.init) ?? []
+            let pids =
+                (try? FileManager.default.contentsOfDirectory(atPath: "/proc"))?.compactMap(Int32.init) ?? []
             return pids.filter { pid in
                 guard ProcessCredentials(pid: pid)?.uids.first == 65534,
                     let line = ProcFile.read("/proc/\(pid)/cmdline", limit: 4096)
@@ -356,7 +358,8 @@ struct ExecDenyShieldTests {
             if let python {
                 playing.append(
                     try start([
-                        "/usr/bin/env", "PYTHONPATH=\(folder.path)", "PYTHONDONTWRITEBYTECODE=1", python, "-m",
+                        "/usr/bin/env", "PYTHONPATH=\(folder.path)", "PYTHONDONTWRITEBYTECODE=1", python,
+                        "-m",
                         "pygame",
                     ]))
             }
