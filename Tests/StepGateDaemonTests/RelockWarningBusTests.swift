@@ -57,15 +57,17 @@ struct RelockWarningBusTests {
         for _ in 0..<300 where seen().isEmpty { usleep(10_000) }
         func calls(_ text: String) -> Int { seen().components(separatedBy: text).count - 1 }
 
+        // This process calls the bus itself, as the one session user.
+        let notices: @Sendable (NoticeSettings, Logger) -> DesktopNotices = { settings, log in
+            DesktopNotices(
+                settings: settings, log: log, transports: [DirectTransport(timeout: .seconds(3))],
+                sessionUsers: { [uid] })
+        }
         try await withLoop(
             goal: 50, minutes: 30, stores: ["games"],
             notifications: #"{"busAddress": "unix:path=\#(folder.path)/bus-%u"}"#,
             shields: #"{"exec": {"enabled": true, "running": {"games": "stop", "*": "terminate"}}}"#,
-            notices: { settings, log in
-                DesktopNotices(
-                    settings: settings, log: log, transports: [DirectTransport(timeout: .seconds(3))],
-                    sessionUsers: { [uid] })
-            }
+            notices: notices
         ) { loop in
             _ = try await loop.waitForStatus { store($0, "games")?["shielded"] as? Bool == false }
             // The test clock stands still while the walk is read: the unlock ends 30 minutes
