@@ -59,7 +59,8 @@ public struct PolicyEngine: Sendable {
     /// first: 5 minutes and 1 minute. A window gets only the warnings whose lead is shorter than
     /// the window (a 3-minute unlock gets the 1-minute one, a 1-minute unlock none).
     public static let relockWarningLeads: [Duration] = [.seconds(300), .seconds(60)]
-    static let warningLeads: [Int64] = [5 * millisPerMinute, millisPerMinute]
+    /// `relockWarningLeads` in milliseconds.
+    static let warningLeads: [Int64] = relockWarningLeads.map { $0.components.seconds * 1000 }
     /// The most wall-clock downtime a reboot adds to the ledger beyond the new boot's uptime.
     static let maximumRebootCredit: Int64 = millisPerDay
     static let week: Int64 = 7 * millisPerDay

@@ -73,6 +73,9 @@ struct RelockWarningBusTests {
             // The test clock stands still while the walk is read: the unlock ends 30 minutes
             // after its start, 2026-09-21 14:13:20 UTC.
             try await eventually { calls("games unlocked until 14:43") == 1 }
+            // A user's notices go out in order: the one of the start (the gate holding) is there.
+            let shieldedAgain = calls("games is shielded again")
+            #expect(shieldedAgain == 1, "\(seen())")
             loop.clock.advance(by: .seconds(24 * 60 + 59))
             try await Task.sleep(for: .milliseconds(300))
             #expect(calls("relock in") == 0, "warned early: \(seen())")
@@ -85,7 +88,7 @@ struct RelockWarningBusTests {
             #expect(calls("string \"Running games will be paused until the next unlock.\"") == 2)
             loop.clock.advance(by: .seconds(60))
             _ = try await loop.waitForStatus { store($0, "games")?["shielded"] as? Bool == true }
-            try await eventually { calls("games is shielded again") == 1 }
+            try await eventually { calls("games is shielded again") == shieldedAgain + 1 }
             #expect(calls("relock in") == 2, "\(seen())")
         }
         _ = bus
