@@ -167,10 +167,11 @@ struct Loop {
 /// `goal` steps), fed the bundled 100-step wrist walk at 1000 × speed (or nothing), runs
 /// `body`, then stops the loop and waits for it to return. `notifications` and `shields` are the
 /// config's sections of those names (JSON; the shields used are the test's all the same),
-/// `notices` how the loop makes its desktop notices.
+/// `notices` how the loop makes its desktop notices; `clock` one that goes on from an earlier
+/// loop (a restart within the boot).
 func withLoop(
     goal: Int, minutes: Int, stores: [String], failing: Set<String> = [], folder: URL? = nil,
-    walk: Bool = true, notifications: String? = nil, shields: String? = nil,
+    walk: Bool = true, notifications: String? = nil, shields: String? = nil, clock: TestClock? = nil,
     notices: (@Sendable (NoticeSettings, Logger) -> DesktopNotices)? = nil,
     _ body: (Loop) async throws -> Void
 ) async throws {
@@ -194,7 +195,8 @@ func withLoop(
     let configuration = try DaemonConfiguration.load(path: path)
 
     let loop = Loop(
-        clock: TestClock(), shield: RecordingShield(failing: failing), endpoint: LocalControlEndpoint())
+        clock: clock ?? TestClock(), shield: RecordingShield(failing: failing),
+        endpoint: LocalControlEndpoint())
     var system = DaemonSystem(
         clock: loop.clock, control: { [endpoint = loop.endpoint] _ in endpoint },
         shields: { [shield = loop.shield] _, _, _ in ShieldSet([shield]) },
