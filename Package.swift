@@ -85,7 +85,7 @@ let package = Package(
             name: "StepGateDaemonTests",
             dependencies: [
                 "StepGateDaemon", "UnlockPolicy", "Shields", "SensorInput", "StepDetection",
-                "StepGateTestSupport",
+                "StepGateTestSupport", "Notifications",
             ]),
         .testTarget(
             name: "StepGateCLITests",

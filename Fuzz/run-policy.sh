@@ -21,7 +21,7 @@ cp samples/policy.example.json "$corpus/" 2>/dev/null || true
 for f in Tests/UnlockPolicyTests/Scenarios/configs/*.json; do cp "$f" "$corpus/config-$(basename "$f")"; done
 cat > "$corpus/state.json" <<'STATE'
 {
-  "version": 1,
+  "version": 2,
   "elapsedSeconds": 2700.5,
   "lastSeen": {"wall": "2025-03-01T22:15:00Z", "monotonicSeconds": 2701, "bootID": "boot-a"},
   "systemTimeZone": "Europe/Berlin",
@@ -29,7 +29,7 @@ cat > "$corpus/state.json" <<'STATE'
     "games": {
       "gate": {"steps": 30, "tier": -1, "lockedSince": "2025-03-01T22:15:00Z",
                "unlock": {"start": "2025-03-01T21:30:00Z", "startElapsedSeconds": 0, "lengthSeconds": 1800,
-                          "wallDeadline": "2025-03-01T22:00:00Z"}},
+                          "wallDeadline": "2025-03-01T22:00:00Z", "warnedSeconds": 300}},
       "unlocks": [{"at": "2025-03-01T21:30:00Z", "elapsedSeconds": 0}],
       "manualLock": {"by": "dana", "window": {"start": "2025-03-01T21:30:00Z", "startElapsedSeconds": 0,
                                                "lengthSeconds": 5400}},

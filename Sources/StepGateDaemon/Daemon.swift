@@ -71,7 +71,7 @@ package final class Daemon {
         ledger = StepLedger(
             path: configuration.stateDirectory + "/steps.json",
             clock: .policy(configuration.policy, systemZone: lastZone), warn: { log.warning($0) })
-        notices = DesktopNotices(settings: configuration.notifications, log: log)
+        notices = system.notices(configuration.notifications, log)
         let inbox = inbox
         shields = system.shields(configuration, log) { inbox.post(.shieldsChanged) }
         // A denied launch shows the shield screen on the desktop of the user who tried.
@@ -377,7 +377,15 @@ package final class Daemon {
     }
 
     private func notifyDesktop(_ notice: PolicyNotice) {
-        notices.policy(notice, zone: configuration.policy.timeZone ?? lastZone)
+        var running: RunningProgramAction?
+        if notice.kind == .relockWarning, configuration.execShield, let name = notice.store,
+            let store = configuration.policy.store(named: name),
+            !store.selection.executables.isEmpty || !store.selection.desktopCategories.isEmpty
+        {
+            running = configuration.running[name] ?? configuration.runningDefault
+        }
+        notices.policy(
+            notice, zone: configuration.policy.timeZone ?? lastZone, now: clock.now().wall, running: running)
     }
 
     /// The shield screen for a denied launch, on the desktop of the user who tried (queued:
@@ -477,7 +485,7 @@ package final class Daemon {
         configuration.messages = fresh.messages
         if fresh.notifications != configuration.notifications {
             configuration.notifications = fresh.notifications
-            notices = DesktopNotices(settings: fresh.notifications, log: log)
+            notices = system.notices(fresh.notifications, log)
         }
         ledger.clock = .policy(fresh.policy, systemZone: lastZone)
         resolveExecutables()

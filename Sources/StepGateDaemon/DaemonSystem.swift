@@ -83,6 +83,9 @@ package struct DaemonSystem: Sendable {
     /// Whether this is a whole machine to run on: signals, systemd's notifications and
     /// descriptor store, the descriptor limit, the browsers' policies, desktop notices.
     package var isMachine: Bool
+    /// The desktop notices for the configuration's `notifications` section: the machine's users
+    /// and transports, or in tests a bus of the test's own.
+    package var notices: @Sendable (NoticeSettings, Logger) -> DesktopNotices
 
     package init(
         clock: any DaemonClock,
@@ -91,13 +94,17 @@ package struct DaemonSystem: Sendable {
             @escaping @Sendable (DaemonConfiguration, Logger, _ onChange: @escaping @Sendable () -> Void) ->
             ShieldSet,
         source: @escaping @Sendable (DaemonConfiguration.Input, Logger) throws -> any SampleSource,
-        isMachine: Bool
+        isMachine: Bool,
+        notices: @escaping @Sendable (NoticeSettings, Logger) -> DesktopNotices = {
+            DesktopNotices(settings: $0, log: $1)
+        }
     ) {
         self.clock = clock
         self.control = control
         self.shields = shields
         self.source = source
         self.isMachine = isMachine
+        self.notices = notices
     }
 
     /// This machine: the Unix control socket, the shields the configuration names, the

@@ -1,5 +1,5 @@
 import Formatting
-import Foundation
+package import Foundation
 @preconcurrency import Glibc
 package import Notifications
 package import Shields
@@ -12,16 +12,17 @@ package import UnlockPolicy
 /// "notifications": {
 ///   "busAddress": "unix:path=/run/user/%u/bus",
 ///   "minimumIntervalSeconds": 60,
-///   "stores": { "games": ["denied", "unlocked", "relocked"] }
+///   "stores": { "games": ["denied", "unlocked", "warning", "relocked"] }
 /// }
 /// ```
 ///
 /// `%u` is the user's id. A store not listed gets every kind; `[]` turns its notices off.
 package struct NoticeSettings: Equatable {
-    /// Which notices exist: a denied launch, an unlock (goal reached, extended), the store shielded
-    /// again, a schedule starting, a skipped occurrence, an emergency unlock.
+    /// Which notices exist: a denied launch, an unlock (goal reached, extended), the warnings 5
+    /// minutes and 1 minute before a timed unlock relocks, the store shielded again, a schedule
+    /// starting, a skipped occurrence, an emergency unlock.
     package static let kinds: Set<String> = [
-        "denied", "unlocked", "relocked", "schedule", "skipped", "emergency",
+        "denied", "unlocked", "warning", "relocked", "schedule", "skipped", "emergency",
     ]
 
     package var busAddress = "unix:path=/run/user/%u/bus"
@@ -97,15 +98,25 @@ package struct NoticeSettings: Equatable {
 /// ``NoticeDispatcher``, so nothing here waits on a user's bus.
 package final class DesktopNotices: Sendable {
     private let dispatcher: NoticeDispatcher
+    private let users: @Sendable () -> [UInt32]
     package let settings: NoticeSettings
 
-    package init(settings: NoticeSettings, log: Logger) {
+    /// - Parameters:
+    ///   - transports: How notices reach a bus; nil: the machine's (as root, the helper that
+    ///     becomes the user; otherwise this process, then `notify-send`).
+    ///   - sessionUsers: Who gets the policy's notices; by default every user with a runtime
+    ///     folder (``sessionUsers()``).
+    package init(
+        settings: NoticeSettings, log: Logger, transports: [any NoticeTransport]? = nil,
+        sessionUsers: @escaping @Sendable () -> [UInt32] = { DesktopNotices.sessionUsers() }
+    ) {
         self.settings = settings
-        var transports: [any NoticeTransport] = []
-        if geteuid() == 0 {
+        users = sessionUsers
+        var transports = transports ?? []
+        if transports.isEmpty && geteuid() == 0 {
             // Root: speak to a user's bus only as that user, through the helper.
             transports.append(HelperTransport(executable: DesktopNotices.executable, deadline: .seconds(3)))
-        } else {
+        } else if transports.isEmpty {
             transports.append(DirectTransport(timeout: .seconds(3)))
             transports.append(NotifySendTransport())
         }
@@ -146,14 +157,43 @@ package final class DesktopNotices: Sendable {
         return dispatcher.post(notice, to: recipient, key: "denied:\(store)") == .queued
     }
 
-    /// A policy notice for the desktop, or nil when it is only for the journal.
-    package func desktopNotice(for notice: PolicyNotice, zone: String) -> (kind: String, DesktopNotice)? {
+    /// What a relock warning says happens to the store's running programs then (the exec
+    /// shield's `running`); nil when the exec shield does not cover the store.
+    package static func runningSentence(store: String, action: RunningProgramAction?) -> String? {
+        switch action {
+        case .terminate: "Running \(store) will be closed."
+        case .stop: "Running \(store) will be paused until the next unlock."
+        case .leave: "Running \(store) will be left running."
+        case nil: nil
+        }
+    }
+
+    /// A policy notice for the desktop, or nil when it is only for the journal. `now` (for the
+    /// minutes left before a relock) and `running` (what then happens to the store's running
+    /// programs, nil when the exec shield does not cover it) are for relock warnings.
+    package func desktopNotice(
+        for notice: PolicyNotice, zone: String, now: Date = Date(), running: RunningProgramAction? = nil
+    ) -> (kind: String, DesktopNotice)? {
         guard let store = notice.store else { return nil }
         let formatter = DateFormatter()
         formatter.dateFormat = "HH:mm"
         formatter.timeZone = TimeZone(identifier: zone) ?? TimeZone(secondsFromGMT: 0)
         let until = notice.until.map { " until \(formatter.string(from: $0))" } ?? ""
         switch notice.kind {
+        case .relockWarning:
+            guard let relock = notice.until else { return nil }
+            // Whole minutes, rounded up: a warning delivered a moment late still reads "5 minutes".
+            let minutes = max(1, Int((relock.timeIntervalSince(now) / 60).rounded(.up)))
+            let summary =
+                "\(store) relock in \(minutes) minute\(minutes == 1 ? "" : "s"), at \(formatter.string(from: relock))"
+            return (
+                "warning",
+                DesktopNotice(
+                    summary: summary,
+                    body: DesktopNotices.runningSentence(store: store, action: running)
+                        ?? "Save what you are doing.",
+                    urgency: minutes <= 1 ? .critical : .normal, category: "x-stepgate.relock")
+            )
         case .ownerRemoved where notice.owner == "gate", .unlockExtended:
             return ("unlocked", DesktopNotice(summary: "\(store) unlocked\(until)", body: notice.reason))
         case .ownerAdded where notice.owner == "gate":
@@ -175,11 +215,13 @@ package final class DesktopNotices: Sendable {
 
     /// A policy notice to every user with a session bus (logged in on this machine), except
     /// root.
-    package func policy(_ notice: PolicyNotice, zone: String) {
-        guard let (kind, desktop) = desktopNotice(for: notice, zone: zone),
+    package func policy(
+        _ notice: PolicyNotice, zone: String, now: Date = Date(), running: RunningProgramAction? = nil
+    ) {
+        guard let (kind, desktop) = desktopNotice(for: notice, zone: zone, now: now, running: running),
             settings.wants(kind, store: notice.store)
         else { return }
-        for uid in DesktopNotices.sessionUsers() {
+        for uid in users() {
             let gid = getpwuid(uid)?.pointee.pw_gid ?? uid
             dispatcher.post(
                 desktop, to: NoticeRecipient(uid: uid, gid: gid, address: settings.address(uid: uid)),

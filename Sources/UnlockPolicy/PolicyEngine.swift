@@ -55,6 +55,12 @@ public struct PolicyEngine: Sendable {
     }
 
     static let retryDelay: Int64 = 10_000
+    /// How long before a timed unlock relocks its store a `relockWarning` is given, longest
+    /// first: 5 minutes and 1 minute. A window gets only the warnings whose lead is shorter than
+    /// the window (a 3-minute unlock gets the 1-minute one, a 1-minute unlock none).
+    public static let relockWarningLeads: [Duration] = [.seconds(300), .seconds(60)]
+    /// `relockWarningLeads` in milliseconds.
+    static let warningLeads: [Int64] = relockWarningLeads.map { $0.components.seconds * 1000 }
     /// The most wall-clock downtime a reboot adds to the ledger beyond the new boot's uptime.
     static let maximumRebootCredit: Int64 = millisPerDay
     static let week: Int64 = 7 * millisPerDay
@@ -468,6 +474,121 @@ public struct PolicyEngine: Sendable {
         // Every running timed window noted its ledger end.
         timedWindowRunning = ledgerEvent != .max
         updateDesired()
+        warnBeforeRelocks()
+    }
+
+    // MARK: - Relock warnings
+
+    /// One running unlock window of a store, as a candidate for the store's relock.
+    private enum UnlockWindow: Hashable {
+        case gate
+        case occurrence(String)
+        case emergency
+
+        var owner: String? {
+            switch self {
+            case .gate: "gate"
+            case .occurrence(let id): "schedule:\(id)"
+            case .emergency: nil
+            }
+        }
+    }
+
+    /// Warns before a timed unlock relocks a store that is open now: finds the first window end
+    /// at which the store would be shielded again (nothing else changing), gives the warning due
+    /// for it (the shortest lead already reached that is not done), marks it done in the state
+    /// (so a restart neither repeats nor loses it), and asks to be evaluated at the next lead.
+    private mutating func warnBeforeRelocks() {
+        let ledger = state.ledger
+        for store in configuration.stores where !store.selection.isEmpty {
+            guard desired[store.name]?.shielded == false, let s = state.stores[store.name] else { continue }
+            var windows: [(window: UnlockWindow, remaining: Int64)] = []
+            if let w = s.gate.window { windows.append((.gate, w.remaining(ledger: ledger, wall: wall))) }
+            for id in s.occurrences.keys.sorted() {
+                if let w = s.occurrences[id]?.window {
+                    windows.append((.occurrence(id), w.remaining(ledger: ledger, wall: wall)))
+                }
+            }
+            if let e = s.emergency {
+                windows.append((.emergency, e.window.remaining(ledger: ledger, wall: wall)))
+            }
+            windows.removeAll { $0.remaining <= 0 }
+            guard !windows.isEmpty else { continue }
+            windows.sort { $0.remaining < $1.remaining }
+            var relock: Int64?
+            for candidate in windows {
+                if shielded(store, s, after: candidate.remaining) {
+                    relock = candidate.remaining
+                    break
+                }
+            }
+            guard let relock else { continue }
+            let deciding = windows.filter { $0.remaining == relock }.map(\.window)
+            var covered = deciding.map { timedWindow($0, in: s)?.coveredLead ?? 0 }.min() ?? 0
+            if let lead = Self.warningLeads.last(where: { $0 < covered && relock <= $0 }) {
+                for window in deciding { markWarned(window, store: store.name, lead: lead) }
+                covered = lead
+                dirty = true
+                let first = deciding[0]
+                let what: String
+                switch first {
+                case .gate: what = "the unlock"
+                case .occurrence(let id): what = "the unlock within \(id)"
+                case .emergency: what = "the emergency unlock"
+                }
+                notices.append(
+                    PolicyNotice(
+                        kind: .relockWarning, store: store.name, owner: first.owner,
+                        until: dateFromMillis(wall + relock),
+                        reason: "\(what) ends in \(formatDuration(relock)); shielded again then"))
+            }
+            // The next lead still to come: be evaluated when it is reached.
+            if let next = Self.warningLeads.first(where: { $0 < covered && $0 < relock }) {
+                nextLedgerEvent = min(nextLedgerEvent, ledger + relock - next)
+                nextWallEvent = min(nextWallEvent, wall + relock - next)
+            }
+        }
+    }
+
+    private func timedWindow(_ window: UnlockWindow, in s: StoreState) -> TimedWindow? {
+        switch window {
+        case .gate: s.gate.window
+        case .occurrence(let id): s.occurrences[id]?.window
+        case .emergency: s.emergency?.window
+        }
+    }
+
+    private mutating func markWarned(_ window: UnlockWindow, store name: String, lead: Int64) {
+        switch window {
+        case .gate: state.stores[name]?.gate.window?.warned = lead
+        case .occurrence(let id): state.stores[name]?.occurrences[id]?.window?.warned = lead
+        case .emergency: state.stores[name]?.emergency?.window.warned = lead
+        }
+    }
+
+    /// Whether `store` would be shielded `offset` ms from now if nothing but time changed: its
+    /// unlock windows that end by then ended, its manual lock still running, the schedule
+    /// occurrence then holding it unless skipped or lifted, and no emergency unlock then.
+    private mutating func shielded(_ store: StoreConfiguration, _ s: StoreState, after offset: Int64) -> Bool
+    {
+        let ledger = state.ledger
+        if let e = s.emergency, e.window.remaining(ledger: ledger, wall: wall) > offset { return false }
+        if store.gate != nil, (s.gate.window?.remaining(ledger: ledger, wall: wall) ?? 0) <= offset {
+            return true
+        }
+        if let lock = s.manualLock, lock.window.remaining(ledger: restraintLedger, wall: wall) > offset {
+            return true
+        }
+        for schedule in store.schedules {
+            guard let o = schedule.occurrence(containing: wall + offset, resolver: resolver(for: schedule)),
+                state.skips[o.id] == nil
+            else { continue }
+            if let w = s.occurrences[o.id]?.window, w.remaining(ledger: ledger, wall: wall) > offset {
+                continue
+            }
+            return true
+        }
+        return false
     }
 
     /// Notes a window's ends; `offset` turns a window measured on the restraint ledger into
@@ -615,6 +736,8 @@ public struct PolicyEngine: Sendable {
         let length = Self.millis(minutes: tier.minutes)
         if var w = g.window {
             w.length = length
+            // The warnings before the new end that are still ahead are due again.
+            w.warned = w.remaining(ledger: state.ledger, wall: wall)
             state.stores[name]?.gate.window = w
             state.stores[name]?.gate.tier = reached
             let until = wall + w.remaining(ledger: state.ledger, wall: wall)

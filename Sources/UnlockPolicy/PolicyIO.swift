@@ -74,6 +74,10 @@ public struct PolicyNotice: Sendable, Hashable, CustomStringConvertible {
         case ownerRemoved = "owner-removed"
         /// A walked goal upgraded the current unlock to a longer tier.
         case unlockExtended = "unlock-extended"
+        /// A timed unlock (gate, schedule goal, emergency) ends soon and the store will be
+        /// shielded again: `until` is when. Given 5 minutes and 1 minute before, once each per
+        /// window (see `PolicyEngine.relockWarningLeads`).
+        case relockWarning = "relock-warning"
         /// An occurrence was marked as skipped.
         case skipped
         /// An emergency unlock started.

@@ -11,6 +11,14 @@ struct TimedWindow: Sendable, Hashable {
     var startLedger: Int64
     var length: Int64
     var wallBound: Bool
+    /// The warnings before this window ends that are done or waived: every lead (time before
+    /// the end) at or above this many milliseconds. `nil`: none yet. A lead is also waived when
+    /// the window is not longer than it (see `coveredLead`).
+    var warned: Int64? = nil
+
+    /// The leads at or above which no warning is due: those already given, and those the window
+    /// is not longer than (a 3-minute unlock gets no 5-minute warning).
+    var coveredLead: Int64 { min(warned ?? .max, length) }
 
     var wallDeadline: Int64 { startWall + length }
 
@@ -97,8 +105,9 @@ public struct EmergencyUse: Sendable, Hashable {
 /// emergency log and the elapsed-time ledger. Written as a versioned JSON envelope
 /// (`PolicyState.encoded()`); see `docs/policy.md` ("State file").
 public struct PolicyState: Sendable, Hashable {
-    /// The state-file format this build writes.
-    public static let currentVersion = 1
+    /// The state-file format this build writes. Version 2 added `warnedSeconds` to windows (the
+    /// relock warnings already given); version 1 files are read as version 2 without any.
+    public static let currentVersion = 2
 
     /// Elapsed time observed by the engine, in milliseconds: advances with the boot clock within
     /// a boot, and by the larger of the wall-clock gap and the new boot's uptime across a reboot.
@@ -153,14 +162,18 @@ private func instant(_ ms: Int64) -> JSONValue { .string(formatISO8601(ms)) }
 
 extension TimedWindow {
     var json: JSONValue {
-        .object([
+        var members: [(String, JSONValue)] = [
             ("start", instant(startWall)), ("startElapsedSeconds", seconds(startLedger)),
             ("lengthSeconds", seconds(length)), ("wallDeadline", wallBound ? instant(wallDeadline) : .null),
-        ])
+        ]
+        if let warned { members.append(("warnedSeconds", seconds(warned))) }
+        return .object(members)
     }
 
     init(_ r: JSONObjectReader) throws(JSONPathError) {
-        try r.rejectUnknownKeys(allowed: ["start", "startElapsedSeconds", "lengthSeconds", "wallDeadline"])
+        try r.rejectUnknownKeys(allowed: [
+            "start", "startElapsedSeconds", "lengthSeconds", "wallDeadline", "warnedSeconds",
+        ])
         startWall = try readInstant(r, "start")
         startLedger = try readSeconds(r, "startElapsedSeconds")
         length = try readSeconds(r, "lengthSeconds")
@@ -174,6 +187,13 @@ extension TimedWindow {
         }
         guard length > 0 else {
             throw JSONPathError(path: r.childPath("lengthSeconds"), message: "must be positive")
+        }
+        if r.value("warnedSeconds") != nil {
+            let lead = try readSeconds(r, "warnedSeconds")
+            guard lead >= 0 else {
+                throw JSONPathError(path: r.childPath("warnedSeconds"), message: "must not be negative")
+            }
+            warned = lead
         }
     }
 }
@@ -300,9 +320,10 @@ extension PolicyState {
             let root = try JSONObjectReader(document, path: "")
             let version = try root.int("version")
             if version > currentVersion { throw PolicyStateError.newerVersion(version) }
-            guard version == currentVersion else {
+            guard version >= 1 else {
                 throw JSONPathError(path: "version", message: "unsupported version \(version)")
             }
+            // Version 1 is version 2 without `warnedSeconds`: one reader for both.
             return try decodeV1(root)
         } catch let error as PolicyStateError {
             throw error

@@ -1,5 +1,6 @@
 import Foundation
 import Notifications
+import Shields
 import StepGateTestSupport
 import Testing
 import UnlockPolicy
@@ -71,5 +72,40 @@ struct NoticeSettingsTests {
         #expect(
             notices.desktopNotice(for: PolicyNotice(kind: .clockJumped, reason: "jumped"), zone: "UTC") == nil
         )
+    }
+
+    @Test func relockWarningsSayWhenAndWhatHappensToRunningPrograms() throws {
+        let notices = DesktopNotices(
+            settings: NoticeSettings(), log: Logger(level: .error), sessionUsers: { [] })
+        let relock = Date(timeIntervalSince1970: 1_764_610_800)  // 2025-12-01T17:40:00Z, 18:40 in Berlin
+        let warning = PolicyNotice(
+            kind: .relockWarning, store: "games", owner: "gate", until: relock,
+            reason: "the unlock ends in 5 min; shielded again then")
+        func text(before seconds: Double, _ running: RunningProgramAction?) throws -> DesktopNotice {
+            let found = try #require(
+                notices.desktopNotice(
+                    for: warning, zone: "Europe/Berlin", now: relock.addingTimeInterval(-seconds),
+                    running: running))
+            #expect(found.kind == "warning")
+            return found.1
+        }
+        let five = try text(before: 300, .terminate)
+        #expect(five.summary == "games relock in 5 minutes, at 18:40")
+        #expect(five.body == "Running games will be closed.")
+        #expect(five.urgency == .normal)
+        // Delivered a moment late, it still reads 5 minutes.
+        #expect(try text(before: 298.5, .terminate).summary == "games relock in 5 minutes, at 18:40")
+        let one = try text(before: 60, .stop)
+        #expect(one.summary == "games relock in 1 minute, at 18:40")
+        #expect(one.body == "Running games will be paused until the next unlock.")
+        #expect(one.urgency == .critical)
+        #expect(try text(before: 60, .leave).body == "Running games will be left running.")
+        #expect(try text(before: 60, nil).body == "Save what you are doing.")
+        // On by default; a store's list without "warning" turns them off.
+        #expect(NoticeSettings().wants("warning", store: "games"))
+        let chosen = try load(#"{"stores": {"games": ["unlocked", "relocked"]}}"#).notifications
+        #expect(!chosen.wants("warning", store: "games"))
+        #expect(
+            try load(#"{"stores": {"games": ["warning"]}}"#).notifications.wants("warning", store: "games"))
     }
 }

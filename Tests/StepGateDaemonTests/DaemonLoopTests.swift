@@ -165,10 +165,14 @@ struct Loop {
 
 /// Runs a daemon loop on `stores` (each selecting one program, unlocked for `minutes` after
 /// `goal` steps), fed the bundled 100-step wrist walk at 1000 × speed (or nothing), runs
-/// `body`, then stops the loop and waits for it to return.
+/// `body`, then stops the loop and waits for it to return. `notifications` and `shields` are the
+/// config's sections of those names (JSON; the shields used are the test's all the same),
+/// `notices` how the loop makes its desktop notices; `clock` one that goes on from an earlier
+/// loop (a restart within the boot).
 func withLoop(
     goal: Int, minutes: Int, stores: [String], failing: Set<String> = [], folder: URL? = nil,
-    walk: Bool = true,
+    walk: Bool = true, notifications: String? = nil, shields: String? = nil, clock: TestClock? = nil,
+    notices: (@Sendable (NoticeSettings, Logger) -> DesktopNotices)? = nil,
     _ body: (Loop) async throws -> Void
 ) async throws {
     let folder = try folder ?? Fixtures.temporaryFolder()
@@ -182,15 +186,18 @@ func withLoop(
     let config = """
         { "input": { "replay": "\(recording)", "speed": 1000 },
           "policy": { "stores": { \(storesJSON) } },
-          "stateDirectory": "\(folder.path)/state", "controlSocket": "\(folder.path)/unused.sock" }
+          "stateDirectory": "\(folder.path)/state", "controlSocket": "\(folder.path)/unused.sock"
+          \(notifications.map { ", \"notifications\": \($0)" } ?? "")
+          \(shields.map { ", \"shields\": \($0)" } ?? "") }
         """
     let path = folder.path + "/stepgate.json"
     try config.write(toFile: path, atomically: true, encoding: .utf8)
     let configuration = try DaemonConfiguration.load(path: path)
 
     let loop = Loop(
-        clock: TestClock(), shield: RecordingShield(failing: failing), endpoint: LocalControlEndpoint())
-    let system = DaemonSystem(
+        clock: clock ?? TestClock(), shield: RecordingShield(failing: failing),
+        endpoint: LocalControlEndpoint())
+    var system = DaemonSystem(
         clock: loop.clock, control: { [endpoint = loop.endpoint] _ in endpoint },
         shields: { [shield = loop.shield] _, _, _ in ShieldSet([shield]) },
         source: { input, _ in
@@ -198,6 +205,8 @@ func withLoop(
             return try RecordingSource(path: path, speed: speed)
         },
         isMachine: false)
+    // No desktop notices unless the test asks for them (never to the machine's users).
+    system.notices = notices ?? { DesktopNotices(settings: $0, log: $1, sessionUsers: { [] }) }
     let daemon = try Daemon(
         configuration: configuration, configPath: path, log: Logger(level: .error), system: system)
     let handle = daemon.handle

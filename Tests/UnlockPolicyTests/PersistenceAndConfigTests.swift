@@ -26,7 +26,7 @@ struct PersistenceTests {
     @Test func roundTripsExactly() throws {
         let state = try busyState()
         let text = state.encoded()
-        #expect(text.contains("\"version\": 1"))
+        #expect(text.contains("\"version\": 2"))
         #expect(text.contains("\"lengthSeconds\": 5400"))
         #expect(text.contains("\"start\": \"2025-03-01T21:30:00Z\""))
         let back = try PolicyState.decode(text)
