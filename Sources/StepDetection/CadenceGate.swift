@@ -16,7 +16,8 @@
 /// shows that the peaks skip every other step. From then on it follows the *step* period: a
 /// peak about n step periods after the last counted one brings n steps (n up to 2, or 4 when
 /// striding, with `fillsMissedSteps`), placed evenly; earlier peaks are echoes and are skipped;
-/// a longer pause ends the walk.
+/// a longer pause ends the walk — unless the signal over the pause still repeats at the walk's
+/// stride (`continuationCorrelation`): then the peaks lost the rhythm, not the walker.
 public struct CadenceGate: Sendable {
     /// The largest `stepsToConfirm` the gate supports.
     public static let maximumHeldSteps = 16
@@ -59,9 +60,15 @@ public struct CadenceGate: Sendable {
     @usableFromInline let resumeTime: Int64
     /// The periodicity a resuming chain needs.
     @usableFromInline let resumeCorrelation: Float
+    /// The periodicity at the walk's stride, over a pause in its peaks, that carries the walk
+    /// across the pause.
+    @usableFromInline let continuationCorrelation: Float
     /// Until when the last walk may resume, and its peak period.
     @usableFromInline var resumeUntil: Int64 = .min
     @usableFromInline var resumePeakPeriod: Double = 0
+    /// Whether the last walk had one peak per stride, and its step period.
+    @usableFromInline var resumeStriding = false
+    @usableFromInline var resumeStepPeriod: Double = 0
     /// Whether the last interval while walking was filled with a missed step.
     @usableFromInline var filledLastInterval = false
     /// Whether the current walk has one peak per stride (two steps per peak).
@@ -99,13 +106,18 @@ public struct CadenceGate: Sendable {
     ///   - strideThreshold: A rhythm slower than this, in seconds, is one peak per stride.
     ///   - maximumSkipped: Most peaks left out between two links of a chain.
     ///   - amplitudeRatio: Largest ratio of the heights of two linked peaks; 0 for any.
+    ///   - continuationCorrelation: While walking, a pause in the peaks longer than the gate
+    ///     follows ends the walk unless the signal over it correlates at least this much at the
+    ///     walk's stride; above 1: off.
     public init(
         minimumInterval: Double, maximumInterval: Double, tolerance: Double, stepsToConfirm: Int,
         fillsMissedSteps: Bool, strideThreshold: Double, maximumSkipped: Int = 63, amplitudeRatio: Double = 0,
         periodCorrelation: Double = -1, halfPeriodCorrelation: Double = 2, minimumBoutSteps: Int? = nil,
         shortBoutCorrelation: Double? = nil, longChainCorrelation: Double? = nil, resumeTime: Double = 0,
-        resumeCorrelation: Double? = nil, sinusoidCorrelation: Double = -1, minimumImpactRatio: Double = 0
+        resumeCorrelation: Double? = nil, sinusoidCorrelation: Double = -1, minimumImpactRatio: Double = 0,
+        continuationCorrelation: Double = 2
     ) {
+        self.continuationCorrelation = Float(continuationCorrelation)
         self.minimumImpactRatio = Float(minimumImpactRatio)
         self.sinusoidCorrelation = Float(sinusoidCorrelation)
         self.resumeTime = Int64(resumeTime * 1e9)
@@ -204,10 +216,25 @@ public struct CadenceGate: Sendable {
                     striding = true
                 }
             } else if d > (most + tolerance) * p {
-                walking = false
-                // Remember the walk: a chain at its rhythm soon after is the same walk resuming.
-                resumeUntil = lastStep &+ resumeTime
-                resumePeakPeriod = striding ? 2 * p : p
+                if continues(until: now ?? time, pause: d, history: history) {
+                    // The peaks lost the rhythm, the signal did not: one step per period.
+                    let steps = Int64((d / p).rounded())
+                    var k: Int64 = 1
+                    while k < steps {
+                        emit(lastStep &+ (time &- lastStep) * k / steps)
+                        k &+= 1
+                    }
+                    emit(time)
+                    lastStep = time
+                    creditedUntil = time
+                } else {
+                    walking = false
+                    // Remember the walk: a chain at its rhythm soon after is the same walk resuming.
+                    resumeUntil = lastStep &+ resumeTime
+                    resumePeakPeriod = striding ? 2 * p : p
+                    resumeStriding = striding
+                    resumeStepPeriod = p
+                }
             }
             // Otherwise an echo or a stray peak: skipped.
         }
@@ -216,6 +243,19 @@ public struct CadenceGate: Sendable {
         if !walking && bestChain >= minimumBoutSteps && impact >= minimumImpactRatio {
             confirm(history, now: now ?? time, emit)
         }
+    }
+
+    /// Whether a walk goes on across a pause of `d` nanoseconds in its peaks: the signal over
+    /// the pause (all of it within the correlation window) still repeats at the walk's stride.
+    /// Peaks lose the rhythm when the arm does something else for a few strides; the body's
+    /// bounce, which repeats every stride, is still in the signal. A walker who stops leaves
+    /// nothing that repeats.
+    @inlinable
+    func continues(until now: Int64, pause d: Double, history: borrowing SignalHistory) -> Bool {
+        guard continuationCorrelation <= 1, d <= history.duration else { return false }
+        let stride = Int64(2 * period)
+        return history.correlation(atLag: stride, span: max(stride, now &- lastStep))
+            >= continuationCorrelation
     }
 
     /// Records a peak and the longest rhythmic chain ending at it.
@@ -302,7 +342,8 @@ public struct CadenceGate: Sendable {
         // Same-foot periodicity: one chain period, or two when the peaks are steps (left and
         // right steps often differ, the stride always repeats).
         var required = requiredCorrelation(chainLength: length)
-        if times[slot] <= resumeUntil && near(chainPeriod, resumePeakPeriod) {
+        let resuming = times[slot] <= resumeUntil && near(chainPeriod, resumePeakPeriod)
+        if resuming {
             // The walk that just ended, resuming after a stumble, a turn or a few faint steps:
             // its rhythm is known, so a short chain at that rhythm needs less periodicity.
             required = min(required, resumeCorrelation)
@@ -347,6 +388,15 @@ public struct CadenceGate: Sendable {
             return
         }
         striding = period >= Double(strideThreshold) || half >= halfPeriodCorrelation
+        var stepPeriod = striding ? period / 2 : period
+        if resuming && striding && !resumeStriding && half < halfPeriodCorrelation {
+            // The walk resuming had one peak per step, and this chain is at its rhythm: a chain
+            // that drifted past the stride threshold is the same steps a little slower, not
+            // strides, unless the signal repeats at half its period. Taking it as strides would
+            // follow a step period about half the walk's and count every peak twice or more.
+            striding = false
+            stepPeriod = resumeStepPeriod
+        }
         var i = n
         while i > 0 {
             i &-= 1
@@ -364,7 +414,7 @@ public struct CadenceGate: Sendable {
             }
             if t > creditedUntil { emit(t) }
         }
-        self.period = striding ? period / 2 : period
+        self.period = stepPeriod
         lastStep = members[0]
         creditedUntil = members[0]
         walking = true

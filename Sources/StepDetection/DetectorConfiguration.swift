@@ -72,6 +72,12 @@ public struct DetectorConfiguration: Sendable, Hashable, Codable {
     public var resumeTime: Double = 10
     /// The periodicity a chain resuming a walk must show.
     public var resumeCorrelation: Double = 0.3
+    /// While walking, a pause in the peaks longer than the gate follows ends the walk, unless
+    /// the filtered signal over the pause (at most `correlationWindow` long) correlates at least
+    /// this much with itself one stride earlier: the peaks lost the rhythm (the arm doing
+    /// something else), the walker did not. The pause's steps are credited at the walk's step
+    /// period. Above 1: off.
+    public var continuationCorrelation: Double = 0.75
     /// A chain slower than `strideThreshold` whose signal correlates less than this at half
     /// its period (−1 is a pure sine) is not a walk: footfalls put steps between the stride
     /// peaks, a hand waved up and down does not. −1: off.
@@ -163,6 +169,9 @@ public struct DetectorConfiguration: Sendable, Hashable, Codable {
             resumeCorrelation.isFinite && resumeCorrelation >= -1 && resumeCorrelation <= 1,
             "resumeCorrelation", "a correlation in -1...1", resumeCorrelation)
         try check(
+            continuationCorrelation.isFinite && continuationCorrelation >= -1 && continuationCorrelation <= 2,
+            "continuationCorrelation", "a correlation in -1...1 (above 1: off)", continuationCorrelation)
+        try check(
             sinusoidCorrelation.isFinite && sinusoidCorrelation >= -1 && sinusoidCorrelation <= 1,
             "sinusoidCorrelation", "a correlation in -1...1", sinusoidCorrelation)
         try check(
@@ -201,8 +210,8 @@ extension DetectorConfiguration {
         case minimumPeak, minimumStepInterval, maximumStepInterval, regularityTolerance
         case stepsToConfirm, fillMissedSteps, strideThreshold, maximumSkippedPeaks, amplitudeRatio
         case periodCorrelation, halfPeriodCorrelation, minimumBoutSteps, shortBoutCorrelation
-        case longChainCorrelation, resumeTime, resumeCorrelation, sinusoidCorrelation, minimumImpactRatio
-        case correlationWindow
+        case longChainCorrelation, resumeTime, resumeCorrelation, continuationCorrelation
+        case sinusoidCorrelation, minimumImpactRatio, correlationWindow
     }
 
     private struct AnyKey: CodingKey {
@@ -256,6 +265,8 @@ extension DetectorConfiguration {
         d.resumeTime = try c.decodeIfPresent(Double.self, forKey: .resumeTime) ?? d.resumeTime
         d.resumeCorrelation =
             try c.decodeIfPresent(Double.self, forKey: .resumeCorrelation) ?? d.resumeCorrelation
+        d.continuationCorrelation =
+            try c.decodeIfPresent(Double.self, forKey: .continuationCorrelation) ?? d.continuationCorrelation
         d.sinusoidCorrelation =
             try c.decodeIfPresent(Double.self, forKey: .sinusoidCorrelation) ?? d.sinusoidCorrelation
         d.minimumImpactRatio =
@@ -289,6 +300,7 @@ extension DetectorConfiguration {
         try c.encode(longChainCorrelation, forKey: .longChainCorrelation)
         try c.encode(resumeTime, forKey: .resumeTime)
         try c.encode(resumeCorrelation, forKey: .resumeCorrelation)
+        try c.encode(continuationCorrelation, forKey: .continuationCorrelation)
         try c.encode(sinusoidCorrelation, forKey: .sinusoidCorrelation)
         try c.encode(minimumImpactRatio, forKey: .minimumImpactRatio)
         try c.encode(correlationWindow, forKey: .correlationWindow)

@@ -17,6 +17,10 @@ public struct SignalHistory: Sendable {
         self.window = max(1, Int((window * sampleRate).rounded()))
     }
 
+    /// The length of the correlation window, in nanoseconds.
+    @inlinable
+    public var duration: Double { Double(window) * samplePeriod }
+
     /// Appends one sample.
     @inlinable @inline(__always)
     public mutating func append(_ y: Float) {

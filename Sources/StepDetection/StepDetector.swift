@@ -100,7 +100,8 @@ public struct StepDetector: Sendable {
             longChainCorrelation: configuration.longChainCorrelation, resumeTime: configuration.resumeTime,
             resumeCorrelation: configuration.resumeCorrelation,
             sinusoidCorrelation: configuration.sinusoidCorrelation,
-            minimumImpactRatio: configuration.minimumImpactRatio)
+            minimumImpactRatio: configuration.minimumImpactRatio,
+            continuationCorrelation: configuration.continuationCorrelation)
         measuresImpact = configuration.minimumImpactRatio > 0
         impact = ImpactMeter(sampleRate: measuresImpact ? fs : 2 * ImpactMeter.cutoff + 1)
     }

@@ -247,6 +247,7 @@ extension DetectorConfiguration {
             case "longChainCorrelation": longChainCorrelation
             case "resumeTime": resumeTime
             case "resumeCorrelation": resumeCorrelation
+            case "continuationCorrelation": continuationCorrelation
             case "sinusoidCorrelation": sinusoidCorrelation
             case "minimumImpactRatio": minimumImpactRatio
             case "correlationWindow": correlationWindow
@@ -277,6 +278,7 @@ extension DetectorConfiguration {
             case "longChainCorrelation": longChainCorrelation = newValue
             case "resumeTime": resumeTime = newValue
             case "resumeCorrelation": resumeCorrelation = newValue
+            case "continuationCorrelation": continuationCorrelation = newValue
             case "sinusoidCorrelation": sinusoidCorrelation = newValue
             case "minimumImpactRatio": minimumImpactRatio = newValue
             case "correlationWindow": correlationWindow = newValue

@@ -38,6 +38,18 @@ struct CadenceGateTests {
         return h
     }
 
+    /// A history of a sine with the given period plus half as much of its second harmonic: it
+    /// repeats at the period and correlates −0.6 at half of it (neither a pure oscillation nor
+    /// one peak per stride).
+    private func stepHistory(period: Double, seconds: Double = 8) -> SignalHistory {
+        var h = SignalHistory(sampleRate: 25, window: 4)
+        for i in 0..<Int(seconds * 25) {
+            let phase = 2 * Double.pi * Double(i) / 25 / period
+            h.append(Float(elementarySinCos(phase).sin + 0.5 * elementarySinCos(2 * phase).sin))
+        }
+        return h
+    }
+
     @Test func holdsStepsBackUntilConfirmedThenCreditsThemInOrder() {
         var g = gate(steps: 6)
         let times = (0..<5).map { Double($0) * 0.5 }
@@ -122,6 +134,66 @@ struct CadenceGateTests {
         #expect(g.state == .walking)
         #expect(feed(&g, [6.0]).isEmpty)
         #expect(g.state != .walking)
+    }
+
+    @Test func aPauseInThePeaksWhoseSignalStillRepeatsAtTheStrideIsWalked() {
+        // Steps every 0.5 s over a signal that repeats every stride (1 s), then a peak 1.5 s
+        // later: longer than the gate follows, but the signal over the pause still repeats at
+        // the stride, so the walk goes on with the pause's three steps.
+        func gate(_ continuation: Double) -> CadenceGate {
+            CadenceGate(
+                minimumInterval: 0.3, maximumInterval: 1.3, tolerance: 0.3, stepsToConfirm: 4,
+                fillsMissedSteps: true, strideThreshold: 0.9, periodCorrelation: 0.5,
+                halfPeriodCorrelation: 0.55, continuationCorrelation: continuation)
+        }
+        let walk = (0..<6).map { Double($0) * 0.5 }
+        var g = gate(0.75)
+        #expect(feed(&g, walk, history: history(period: 1.0)).count == 6)
+        #expect(
+            feed(&g, [4.0], history: history(period: 1.0)) == [3_000_000_000, 3_500_000_000, 4_000_000_000])
+        #expect(g.state == .walking)
+        // A signal that does not repeat over the pause (the walker stopped): the walk ends.
+        var stopped = gate(0.75)
+        _ = feed(&stopped, walk, history: history(period: 1.0))
+        #expect(feed(&stopped, [4.0], history: history(period: nil)).isEmpty)
+        #expect(stopped.state != .walking)
+        // A pause longer than the correlation window is not judged.
+        var long = gate(0.75)
+        _ = feed(&long, walk, history: history(period: 1.0))
+        #expect(feed(&long, [7.0], history: history(period: 1.0)).isEmpty)
+        // Off (above 1): the pause ends the walk as before.
+        var off = gate(2)
+        _ = feed(&off, walk, history: history(period: 1.0))
+        #expect(feed(&off, [4.0], history: history(period: 1.0)).isEmpty)
+        #expect(off.state != .walking)
+    }
+
+    @Test func aResumingChainJustPastTheStrideThresholdKeepsTheWalksSteps() {
+        // A walk with one peak per step at 0.8 s pauses (3 s), then resumes with peaks 0.92 s
+        // apart: within the tolerance of its rhythm, past the stride threshold (0.9 s), and the
+        // signal does not repeat at half that period. Those are the walk's steps a little
+        // slower — one step per peak, at the walk's step period — not strides of 0.46 s steps
+        // (nine steps for five peaks).
+        func gate() -> CadenceGate {
+            CadenceGate(
+                minimumInterval: 0.3, maximumInterval: 1.3, tolerance: 0.325, stepsToConfirm: 7,
+                fillsMissedSteps: true, strideThreshold: 0.9, periodCorrelation: 0.631,
+                halfPeriodCorrelation: 0.55, minimumBoutSteps: 5, shortBoutCorrelation: 0.95,
+                resumeTime: 10, resumeCorrelation: 0.3, sinusoidCorrelation: -0.8)
+        }
+        var g = gate()
+        let walk = (0..<11).map { Double($0) * 0.8 }
+        #expect(feed(&g, walk, history: stepHistory(period: 0.8)).count == 11)
+        #expect(abs(g.stepPeriod - 0.8) < 0.01)
+        let resume = (0..<5).map { 11.0 + Double($0) * 0.92 }
+        let credited = feed(&g, resume, history: stepHistory(period: 0.92))
+        #expect(g.state == .walking)
+        #expect(credited == resume.map { Int64(($0 * 1e9).rounded()) })
+        #expect(abs(g.stepPeriod - 0.8) < 0.01)
+        // A fresh chain at 0.92 s with nothing to resume is taken as strides, as before.
+        var fresh = gate()
+        let alone = (0..<7).map { Double($0) * 0.92 }
+        #expect(feed(&fresh, alone, history: stepHistory(period: 0.92)).count == 13)
     }
 
     @Test func withoutFillingAMissedStepEndsTheWalk() {

@@ -256,6 +256,7 @@ struct DetectorConfigurationTests {
         ("sampleRate", 2.0), ("lowPassCutoff", 20.0), ("highPassCutoff", -1.0), ("minimumStepInterval", 5.0),
         ("regularityTolerance", 2.0), ("minimumPeak", Double.nan), ("minimumBoutSteps", 9.0),
         ("shortBoutCorrelation", 1.5), ("resumeTime", -1.0), ("sinusoidCorrelation", -2.0),
+        ("continuationCorrelation", 2.5),
     ])
     func validationNamesTheBadKey(key: String, value: Double) {
         var c = DetectorConfiguration()
@@ -269,6 +270,7 @@ struct DetectorConfigurationTests {
         case "shortBoutCorrelation": c.shortBoutCorrelation = value
         case "resumeTime": c.resumeTime = value
         case "sinusoidCorrelation": c.sinusoidCorrelation = value
+        case "continuationCorrelation": c.continuationCorrelation = value
         default: c.minimumPeak = value
         }
         let error = #expect(throws: ConfigurationError.self) { try c.validate() }
