@@ -83,3 +83,21 @@ static inline int stepgate_unshare_network(void) { return unshare(0x40000000); /
 static inline int stepgate_set_thread_nice(int nice) {
     return setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), nice);
 }
+
+#include <pthread.h>
+#include <sched.h>
+
+// Puts the calling thread in the round-robin real-time class at `priority` (1 is the lowest);
+// 0 on success, an errno value otherwise (EPERM without CAP_SYS_NICE).
+static inline int stepgate_set_thread_realtime(int priority) {
+    struct sched_param parameter = { .sched_priority = priority };
+    return pthread_setschedparam(pthread_self(), SCHED_RR, &parameter);
+}
+
+// The calling thread's scheduling policy (SCHED_OTHER, SCHED_RR, ...).
+static inline int stepgate_thread_policy(void) {
+    int policy = -1;
+    struct sched_param parameter;
+    if (pthread_getschedparam(pthread_self(), &policy, &parameter) != 0) return -1;
+    return policy;
+}
