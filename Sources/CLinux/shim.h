@@ -77,6 +77,7 @@ extern int unshare(int flags);
 static inline int stepgate_unshare_network(void) { return unshare(0x40000000); /* CLONE_NEWNET */ }
 
 #include <sys/resource.h>
+#include <errno.h>
 #include <sys/syscall.h>
 
 // Sets the calling thread's nice value (Linux keeps one per thread); 0 on success.
@@ -100,4 +101,35 @@ static inline int stepgate_thread_policy(void) {
     struct sched_param parameter;
     if (pthread_getschedparam(pthread_self(), &policy, &parameter) != 0) return -1;
     return policy;
+}
+
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <signal.h>
+
+// Sends `sig` to every process that user `uid` may signal (kill(-1) as that user: all of the
+// user's processes but the sender), from a child made with vfork that takes the user's ids by
+// raw system calls. The kernel sends a kill(-1) signal to a process being forked as well as to
+// the new child, so no process of the user escapes it by forking. 0 on success, an errno value
+// otherwise (ESRCH: the user has no process).
+static inline int stepgate_signal_every_process_of(unsigned int uid, unsigned int gid, int sig) {
+    pid_t child = vfork();
+    if (child < 0) return errno;
+    if (child == 0) {
+        if (syscall(SYS_setgroups, 0, (void *)0) != 0) _exit(120);
+        if (syscall(SYS_setresgid, gid, gid, gid) != 0) _exit(121);
+        if (syscall(SYS_setresuid, uid, uid, uid) != 0) _exit(122);
+        long result = syscall(SYS_kill, -1, sig);
+        _exit(result == 0 ? 0 : errno == ESRCH ? 3 : 4);
+    }
+    int status = 0;
+    while (waitpid(child, &status, __WALL) < 0) {
+        if (errno != EINTR) return errno;
+    }
+    if (!WIFEXITED(status)) return ECHILD;
+    switch (WEXITSTATUS(status)) {
+    case 0: return 0;
+    case 3: return ESRCH;
+    default: return EPERM;
+    }
 }

@@ -338,24 +338,42 @@ public final class ExecDenyShield: Shield {
         reaper.update(stores, openers: openers, resume: resume)
     }
 
+    /// What one ``stopAndKill(kill:_:)`` found.
+    struct Sweep {
+        /// Found running, and not stopped already (a process stopped by an earlier round is
+        /// found again in `stop` mode).
+        var running: [RunningProcess] = []
+        /// Found, but gone before the stop reached it: a program forking away (or one that
+        /// ended just then).
+        var vanished: [RunningProcess] = []
+    }
+
     /// Stops every process `find` reports, the moment it is found (a stopped process cannot
-    /// fork), in sweeps until three in a row find nothing new, then kills them all. A chain of
-    /// short-lived forks can slip past one sweep (born after the scan passed its id, gone before
-    /// the next); stopping as found and sweeping again catches it.
-    static func stopAndKill(_ find: (_ found: (RunningProcess) -> Void) -> Void) {
+    /// fork), and its children (a stopped parent cannot leave them to init), in sweeps until
+    /// three in a row find nothing new; then kills them all, unless `kill` is false.
+    @discardableResult
+    static func stopAndKill(kill: Bool = true, _ find: (_ found: (RunningProcess) -> Void) -> Void) -> Sweep {
         var stopped: Set<RunningProcess> = []
+        var sweep = Sweep()
         var quiet = 0
-        for _ in 0..<50 where quiet < 3 {
-            var new = 0
-            find { process in
-                if stopped.insert(process).inserted {
-                    process.signal(SIGSTOP)
-                    new += 1
-                }
+        func stop(_ process: RunningProcess) {
+            guard stopped.insert(process).inserted else { return }
+            if process.signal(SIGSTOP) {
+                if process.state != "T" { sweep.running.append(process) }
+                for child in process.children { stop(child) }
+            } else {
+                sweep.vanished.append(process)
             }
-            quiet = new == 0 ? quiet + 1 : 0
         }
-        for process in stopped { process.signal(SIGKILL) }
+        for _ in 0..<50 where quiet < 3 {
+            let before = stopped.count
+            find { stop($0) }
+            quiet = stopped.count == before ? quiet + 1 : 0
+        }
+        if kill {
+            for process in stopped { process.signal(SIGKILL) }
+        }
+        return sweep
     }
 
     public func inForce() throws(ShieldError) -> [String: Set<Target>] {

@@ -29,6 +29,11 @@ final class Reaper: Sendable {
         var since: ContinuousClock.Instant
         /// Gated processes that opened one of the files while the store was unlocked.
         var openers: Set<RunningProcess> = []
+        /// Whether the stop of its programs has been made with the gated users held still
+        /// (once per relock, see ``Freezer``).
+        var held = false
+        /// Users one of whose processes running a program was gone before a signal reached it.
+        var forkingAway: Set<UInt32> = []
     }
 
     private struct State {
@@ -79,7 +84,8 @@ final class Reaper: Sendable {
                 next[name] = Store(
                     name: name, files: store.files, paths: store.paths, action: store.action,
                     since: before?.since ?? now,
-                    openers: (before?.openers ?? []).union(openers[name] ?? []))
+                    openers: (before?.openers ?? []).union(openers[name] ?? []),
+                    held: before?.held ?? false, forkingAway: before?.forkingAway ?? [])
             }
             for (name, store) in state.stores where next[name] == nil {
                 state.resumeOpeners.formUnion(store.openers)
@@ -126,7 +132,16 @@ final class Reaper: Sendable {
         }
         guard !stores.isEmpty else { return }
         let group = privilegedGroup
-        let gated = { (pid: Int32) in ProcessCredentials(pid: pid)?.isPrivileged(group: group) == false }
+        // The ids of each gated process seen in this round.
+        var users: [Int32: (uid: UInt32, gid: UInt32)] = [:]
+        let gated = { (pid: Int32) -> Bool in
+            guard let credentials = ProcessCredentials(pid: pid), !credentials.isPrivileged(group: group)
+            else {
+                return false
+            }
+            users[pid] = (credentials.uids.first ?? 0, credentials.gids.first ?? 0)
+            return true
+        }
         let now = ContinuousClock.now
         // Whether the store is still shielded as it was when the round began: one unlocked
         // meanwhile is not acted for (a game started right after an unlock is not ended by the
@@ -136,17 +151,46 @@ final class Reaper: Sendable {
         for (_, store) in stores.sorted(by: { $0.key < $1.key }) where store.action != .leave {
             guard current(store) else { continue }
             let overdue = now - store.since >= grace
-            // Maps: cheap, every round. Past the grace period, sweep until nothing runs (a
-            // stopped process cannot fork), then kill.
-            if overdue && store.action == .terminate {
-                ExecDenyShield.stopAndKill { found in
-                    _ = RunningProcess.running(store.files, paths: store.paths, include: gated) { process in
-                        if current(store) { found(process) }
+            // Maps: cheap, every round. In `stop` mode, and past the grace period in
+            // `terminate` mode, every process found is stopped at once with its children,
+            // in sweeps until nothing new runs (a stopped process cannot fork), then killed.
+            if store.action == .stop || overdue {
+                let kill = store.action == .terminate
+                let sweep = {
+                    ExecDenyShield.stopAndKill(kill: kill) { found in
+                        _ = RunningProcess.running(store.files, paths: store.paths, include: gated) {
+                            process in
+                            if current(store) { found(process) }
+                        }
+                    }
+                }
+                var result = ExecDenyShield.Sweep()
+                if !store.held {
+                    // The first time, with the gated users held still: a program forking away
+                    // is where the scan looks for it.
+                    state.withLock { $0.stores[store.name]?.held = true }
+                    Freezer.holding(gatedMembers(), stopping: store.forkingAway) { result = sweep() }
+                } else {
+                    result = sweep()
+                }
+                // Found gone before the stop reached it, or (past that first time) found running
+                // though it could not have been started since: forking away. Its users are held
+                // again, stopped outright where no cgroup can be frozen.
+                let escaped = result.vanished + (store.held && kill ? result.running : [])
+                let uids = Set(escaped.compactMap { users[$0.pid]?.uid })
+                if !uids.isEmpty, current(store) {
+                    state.withLock { $0.stores[store.name]?.forkingAway.formUnion(uids) }
+                    Freezer.holding(gatedMembers().filter { uids.contains($0.uid) }, stopping: uids) {
+                        _ = sweep()
                     }
                 }
             } else {
                 let processes = RunningProcess.running(store.files, paths: store.paths, include: gated)
-                if current(store) { act(on: processes, store.action) }
+                if current(store) {
+                    let gone = act(on: processes, store.action)
+                    let uids = Set(gone.compactMap { users[$0.pid]?.uid })
+                    if !uids.isEmpty { state.withLock { $0.stores[store.name]?.forkingAway.formUnion(uids) } }
+                }
             }
             // What read a file during the unlock, and what it has started since.
             let ended = store.openers.filter { !$0.isAlive }
@@ -162,7 +206,7 @@ final class Reaper: Sendable {
                     for process in processes { process.signal(SIGSTOP) }
                     for process in processes { process.signal(SIGKILL) }
                 } else {
-                    act(on: processes, store.action)
+                    _ = act(on: processes, store.action)
                 }
             }
         }
@@ -190,21 +234,23 @@ final class Reaper: Sendable {
                 process.signal(SIGSTOP)
                 process.signal(SIGKILL)
             } else {
-                act(on: [process], store.action)
+                _ = act(on: [process], store.action)
             }
         }
         state.withLock { $0.cursor = index }
     }
 
-    private func act(on processes: [RunningProcess], _ action: RunningProgramAction) {
+    /// Acts on `processes` for `action`; returns those gone before the signal reached them.
+    private func act(on processes: [RunningProcess], _ action: RunningProgramAction) -> [RunningProcess] {
         var warned: [RunningProcess] = []
+        var gone: [RunningProcess] = []
         for process in processes {
             switch action {
             case .stop:
-                if process.state != "T" { process.signal(SIGSTOP) }
+                if process.state != "T", !process.signal(SIGSTOP) { gone.append(process) }
             case .terminate:
                 if state.withLock({ $0.terminating.insert(process).inserted }) {
-                    process.signal(SIGTERM)
+                    if !process.signal(SIGTERM) { gone.append(process) }
                     process.signal(SIGCONT)  // a stopped process must run to handle SIGTERM
                     warned.append(process)
                 }
@@ -212,11 +258,23 @@ final class Reaper: Sendable {
             }
         }
         state.withLock { $0.terminating = $0.terminating.filter(\.isAlive) }
-        guard !warned.isEmpty else { return }
+        guard !warned.isEmpty else { return gone }
         let (seconds, attoseconds) = grace.components
         DispatchQueue.global().asyncAfter(deadline: .now() + Double(seconds) + Double(attoseconds) / 1e18) {
             [warned] in
             for process in warned { process.signal(SIGKILL) }
+        }
+        return gone
+    }
+
+    /// Every gated process now, with its ids.
+    private func gatedMembers() -> [Freezer.Member] {
+        (ProcFile.numbers(in: "/proc") ?? []).compactMap { pid in
+            guard pid > 1, pid != getpid(), let credentials = ProcessCredentials(pid: pid),
+                !credentials.isPrivileged(group: privilegedGroup), let process = RunningProcess(pid: pid)
+            else { return nil }
+            return Freezer.Member(
+                process: process, uid: credentials.uids.first ?? 0, gid: credentials.gids.first ?? 0)
         }
     }
 }

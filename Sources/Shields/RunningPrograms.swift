@@ -127,7 +127,8 @@ struct RunningProcess: Hashable, Sendable {
         let shielded = ShieldedFiles(files, paths: paths)
         var descriptors = DescriptorScan(files)
         var found: [RunningProcess] = []
-        for pid in pids {
+        // Newest first: a short-lived process is the likelier to be found still there.
+        for pid in pids.sorted(by: >) {
             guard pid > 1, pid != getpid(), include(pid) else { continue }
             let matches =
                 shielded.mapped(by: pid) || shielded.named(by: pid)
@@ -235,8 +236,29 @@ struct RunningProcess: Hashable, Sendable {
     /// Whether `pid` is still this process.
     var isAlive: Bool { RunningProcess(pid: pid)?.startTime == startTime }
 
-    func signal(_ number: Int32) {
-        if isAlive { kill(pid, number) }
+    /// Sends signal `number` if `pid` is still this process; whether it was.
+    @discardableResult
+    func signal(_ number: Int32) -> Bool {
+        isAlive && kill(pid, number) == 0
+    }
+
+    /// The processes whose parent is this one now (`/proc/PID/task/*/children`; a child its
+    /// parent has left is no longer one).
+    var children: [RunningProcess] {
+        guard let threads = ProcFile.numbers(in: "/proc/\(pid)/task") else { return [] }
+        var found: [RunningProcess] = []
+        for thread in threads {
+            guard let text = ProcFile.read("/proc/\(pid)/task/\(thread)/children", limit: 1 << 20) else {
+                continue
+            }
+            for word in text.bytes.split(separator: UInt8(ascii: " ")) {
+                guard let value = ProcFile.number(word), value <= Int32.max,
+                    let child = RunningProcess(pid: Int32(value)), child.startTime >= startTime
+                else { continue }
+                found.append(child)
+            }
+        }
+        return found
     }
 }
 

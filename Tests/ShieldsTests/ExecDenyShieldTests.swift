@@ -14,6 +14,22 @@ private func asNobody(_ command: String) throws -> ProcessResult {
         ["--reuid=nobody", "--regid=nogroup", "--clear-groups", "/bin/sh", "-c", command])
 }
 
+/// Starts `arguments` as `nobody` and returns at once (the caller ends it).
+private func startAsNobody(_ arguments: [String]) throws -> Process {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
+    process.arguments = ["--reuid=nobody", "--regid=nogroup", "--clear-groups"] + arguments
+    try process.run()
+    return process
+}
+
+/// A C compiler: the Swift toolchain's clang, or the system's `cc`.
+private func cCompiler() -> URL? {
+    ["/usr/bin/clang", "/usr/bin/cc", "/opt/swift/usr/bin/clang"]
+        .first { FileManager.default.isExecutableFile(atPath: $0) }
+        .map(URL.init(fileURLWithPath:))
+}
+
 /// Runs `path` through /bin/sh and returns the exit status (126 when exec is denied).
 private func run(_ path: String) throws -> Int32 {
     try runProcess(URL(fileURLWithPath: "/bin/sh"), ["-c", "'\(path)'"]).status
@@ -365,13 +381,6 @@ struct ExecDenyShieldTests {
         try FileManager.default.createSymbolicLink(atPath: link, withDestinationPath: script)
         lchown(link, 65534, 65534)
 
-        func start(_ arguments: [String]) throws -> Process {
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
-            process.arguments = ["--reuid=nobody", "--regid=nogroup", "--clear-groups"] + arguments
-            try process.run()
-            return process
-        }
         /// Nobody's processes whose command line is `words`.
         func running(_ words: [String]) -> [Int32] {
             let pids =
@@ -399,12 +408,12 @@ struct ExecDenyShieldTests {
         }
         func play() throws -> [Process] {
             var playing = [
-                try start(["/bin/sh", link]),  // through a link of the user's own
-                try start(["/bin/sh", "-c", "exec /bin/sh < '\(script)'"]),  // from standard input
+                try startAsNobody(["/bin/sh", link]),  // through a link of the user's own
+                try startAsNobody(["/bin/sh", "-c", "exec /bin/sh < '\(script)'"]),  // from standard input
             ]
             if let python {
                 playing.append(
-                    try start([
+                    try startAsNobody([
                         "/usr/bin/env", "PYTHONPATH=\(folder.path)", "PYTHONDONTWRITEBYTECODE=1", python,
                         "-m",
                         "pygame",
@@ -414,7 +423,7 @@ struct ExecDenyShieldTests {
             return playing
         }
         var playing = try play()
-        let bystander = try start(["/bin/sleep", "303"])  // never reads the game
+        let bystander = try startAsNobody(["/bin/sleep", "303"])  // never reads the game
         started.append(bystander)
         for _ in 0..<100 where running(["sleep", "301"]).count < 2 { usleep(20_000) }
         usleep(300_000)  // python has imported the module
@@ -531,13 +540,6 @@ struct ExecDenyShieldTests {
         let gameID = ExecDenyShield.FileID(device: UInt64(info.st_dev), inode: UInt64(info.st_ino))
         stat(sleeper, &info)
         let sleeperID = ExecDenyShield.FileID(device: UInt64(info.st_dev), inode: UInt64(info.st_ino))
-        func start(_ arguments: [String]) throws -> Process {
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
-            process.arguments = ["--reuid=nobody", "--regid=nogroup", "--clear-groups"] + arguments
-            try process.run()
-            return process
-        }
         let ofNobody = { (pid: Int32) in ProcessCredentials(pid: pid)?.uids.first == 65534 }
         var started: [Process] = []
         defer {
@@ -546,12 +548,12 @@ struct ExecDenyShieldTests {
                 process.signal(SIGKILL)
             }
         }
-        if let loader { started.append(try start([loader, sleeper, "60"])) }
+        if let loader { started.append(try startAsNobody([loader, sleeper, "60"])) }
         // Holds the sleeper open on descriptor 3 while it sleeps (as /bin/sleep, not the game).
-        started.append(try start(["/bin/sh", "-c", "exec 3< '\(sleeper)'; exec sleep 60"]))
+        started.append(try startAsNobody(["/bin/sh", "-c", "exec 3< '\(sleeper)'; exec sleep 60"]))
         // Each generation busies itself, forks the next and exits; all ignore SIGTERM.
         let chain = "f() { trap '' TERM; i=0; while [ $i -lt 20000 ]; do i=$((i+1)); done; f & }; f & wait"
-        started.append(try start([game, "-c", chain]))
+        started.append(try startAsNobody([game, "-c", chain]))
         usleep(300_000)
         #expect(!RunningProcess.running([gameID]).isEmpty, "the fork chain did not start")
 
@@ -579,6 +581,104 @@ struct ExecDenyShieldTests {
         #expect(cameBack.isEmpty, "the fork chain came back")
     }
 
+    /// Found by an attack: a game that forks and lets the parent exit every few milliseconds
+    /// (each generation a new process id, reparented to init) was never caught by a scan of
+    /// `/proc`, which lists the ids first and reads each one later; it ran on after the relock
+    /// for as long as the attacker liked. Tried in a cgroup of its own (as in a login session
+    /// under systemd) and in the test's own cgroup (a machine without one per user).
+    /// `STEPGATE_HOP_MICROSECONDS` sets a generation's life (3,000 by default, as in the attack).
+    @Test(
+        .enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/setpriv"), "needs setpriv"),
+        arguments: [true, false])
+    func aGameThatKeepsForkingAwayIsEndedAtRelock(inACgroupOfItsOwn: Bool) throws {
+        guard let compiler = cCompiler() else {
+            print("skipped: no C compiler (clang or cc) to build the forking game")
+            return
+        }
+        var cgroup: String?
+        if inACgroupOfItsOwn {
+            guard let mount = Freezer.mount, FileManager.default.isWritableFile(atPath: mount) else {
+                print("skipped: no writable cgroup v2 hierarchy")
+                return
+            }
+            cgroup = mount + "/stepgate-test-\(UUID().uuidString)"
+            #expect(mkdir(cgroup!, 0o755) == 0, "cannot make a cgroup: \(String(cString: strerror(errno)))")
+        }
+        chmod(folder.path, 0o755)
+        let game = folder.appendingPathComponent("hopper").path
+        let beats = folder.appendingPathComponent("beats").path
+        // Ignores SIGTERM; each generation spins for its life, forks, and the parent exits;
+        // each new generation appends a byte to the file named second.
+        let source = """
+            #include <fcntl.h>
+            #include <signal.h>
+            #include <stdlib.h>
+            #include <time.h>
+            #include <unistd.h>
+            int main(int argc, char **argv) {
+                long life = atol(argv[1]) * 1000;
+                int beats = open(argv[2], O_WRONLY | O_APPEND);
+                signal(SIGTERM, SIG_IGN);
+                for (;;) {
+                    struct timespec start, now;
+                    clock_gettime(CLOCK_MONOTONIC, &start);
+                    do clock_gettime(CLOCK_MONOTONIC, &now);
+                    while ((now.tv_sec - start.tv_sec) * 1000000000L + now.tv_nsec - start.tv_nsec < life);
+                    pid_t child = fork();
+                    if (child > 0) _exit(0);
+                    if (child == 0) write(beats, "x", 1);
+                }
+            }
+            """
+        try source.write(toFile: game + ".c", atomically: true, encoding: .utf8)
+        #expect(try runProcess(compiler, ["-O1", "-o", game, game + ".c"]).status == 0)
+        #expect(FileManager.default.createFile(atPath: beats, contents: nil))
+        chown(beats, 65534, 65534)
+        var info = stat()
+        stat(game, &info)
+        let gameID = ExecDenyShield.FileID(device: UInt64(info.st_dev), inode: UInt64(info.st_ino))
+        let life = ProcessInfo.processInfo.environment["STEPGATE_HOP_MICROSECONDS"] ?? "3000"
+        let nobody = "--reuid=nobody --regid=nogroup --clear-groups"
+        let enter = cgroup.map { "echo $$ > '\($0)/cgroup.procs' && " } ?? ""
+        let started = Process()
+        started.executableURL = URL(fileURLWithPath: "/bin/sh")
+        started.arguments = ["-c", "\(enter)exec setpriv \(nobody) '\(game)' \(life) '\(beats)'"]
+        try started.run()
+        func beating() -> Bool {
+            let before = (try? FileManager.default.attributesOfItem(atPath: beats)[.size] as? Int) ?? 0
+            usleep(200_000)
+            let after = (try? FileManager.default.attributesOfItem(atPath: beats)[.size] as? Int) ?? 0
+            return after > before
+        }
+        defer {
+            // Held still (stopped outright if need be), then killed.
+            for _ in 0..<5 where beating() {
+                let members = Freezer.processes(of: 65534).map {
+                    Freezer.Member(process: $0, uid: 65534, gid: 65534)
+                }
+                Freezer.holding(members, stopping: [65534]) {
+                    for process in RunningProcess.running([gameID]) { process.signal(SIGKILL) }
+                }
+            }
+            if let cgroup { rmdir(cgroup) }
+        }
+        #expect(beating(), "the game did not start")
+
+        let shield = try ExecDenyShield(gracePeriod: .milliseconds(300))
+        let relocked = ContinuousClock.now
+        try shield.apply([Target(kind: .executable, value: game)], context: ShieldContext(store: "games"))
+        // The daemon rechecks every tick; here every 50 ms until the game has not been heard
+        // from for a second (five silent looks of 200 ms), for up to 10 s.
+        var silent = 0
+        for _ in 0..<40 where silent < 5 {
+            _ = shield.recheck()
+            silent = beating() ? 0 : silent + 1
+        }
+        #expect(silent >= 5, "still running 10 s after the relock")
+        print(
+            "forking game ended \(ContinuousClock.now - relocked) after the relock (1 s of silence included)")
+    }
+
     /// Found by an attack: a gated user's processes holding tens of thousands of descriptors
     /// made the scan for running programs long, and marking a replaced program waited behind it.
     /// Marking never waits on that scan.
@@ -588,15 +688,7 @@ struct ExecDenyShieldTests {
         let flood = "for i in $(seq 1000); do exec {f}</dev/null; done; sleep 60"
         var floods: [Process] = []
         defer { for process in floods where process.isRunning { process.terminate() } }
-        for _ in 0..<30 {
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
-            process.arguments = [
-                "--reuid=nobody", "--regid=nogroup", "--clear-groups", "/bin/bash", "-c", flood,
-            ]
-            try process.run()
-            floods.append(process)
-        }
+        for _ in 0..<30 { floods.append(try startAsNobody(["/bin/bash", "-c", flood])) }
         usleep(500_000)
         let shield = try ExecDenyShield()
         try shield.apply([Target(kind: .executable, value: program)], context: ShieldContext(store: "games"))

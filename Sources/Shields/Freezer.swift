@@ -1,0 +1,167 @@
+import CLinux
+import Foundation
+
+/// Holds gated users' processes still while the reaper looks for what runs a shielded program.
+///
+/// A scan of `/proc` lists process ids first and reads each one later. A program that forks and
+/// lets its parent exit every few milliseconds (each generation a new id, reparented to init)
+/// is never where the scan looks, however often it looks. Held still, it is: a frozen process
+/// cannot run, fork or exit.
+///
+/// The freezer of cgroup v2 does it without a trace: the user's slice (systemd's
+/// `user-UID.slice`, which holds every login session and the user's own service manager, and
+/// which the user cannot leave), or, without one, the process's own cgroup. A frozen process's
+/// parent sees nothing (no `SIGCHLD`, no job-control stop), and `SIGKILL` still ends it. Never
+/// the root cgroup, nor the daemon's own cgroup or one of its ancestors.
+///
+/// A process in no cgroup that can be frozen (no cgroup v2, or one cgroup for the whole
+/// machine) can only be held by stopping every process of its user at once: one `kill(-1,
+/// SIGSTOP)` sent as that user reaches a process being forked and its new child too. The
+/// user's shells see their jobs stop and go on, so this is done only where a program has been
+/// seen forking away (``RunningProcess/signal(_:)`` found it gone).
+struct Freezer {
+    /// A process to hold: its ids and the cgroup (v2) it is in.
+    struct Member: Hashable {
+        var process: RunningProcess
+        var uid: UInt32
+        var gid: UInt32
+    }
+
+    /// Where cgroup v2 is mounted (`/sys/fs/cgroup`, or `/sys/fs/cgroup/unified` on a hybrid
+    /// system); `nil` when it is not.
+    static let mount: String? = {
+        guard let text = ProcFile.read("/proc/self/mountinfo", limit: RunningProcess.mountsLimit) else {
+            return nil
+        }
+        // `id parent major:minor root point options… - type source options`
+        for line in text.bytes.split(separator: UInt8(ascii: "\n")) {
+            let fields = line.split(separator: UInt8(ascii: " "))
+            guard let dash = fields.firstIndex(where: { $0.elementsEqual([UInt8(ascii: "-")]) }),
+                dash + 1 < fields.count, fields[dash + 1].elementsEqual(Array("cgroup2".utf8)),
+                fields.count > 4
+            else { continue }
+            return String(decoding: fields[4], as: UTF8.self)
+        }
+        return nil
+    }()
+
+    /// The daemon's own cgroup: never frozen, nor any ancestor of it.
+    static let own: String? = cgroup(of: getpid())
+
+    /// The cgroup v2 path of `pid` (`/user.slice/user-1000.slice/session-2.scope`): the `0::`
+    /// line of `/proc/PID/cgroup`.
+    static func cgroup(of pid: Int32) -> String? {
+        guard let text = ProcFile.read("/proc/\(pid)/cgroup", limit: 65_536) else { return nil }
+        for line in text.bytes.split(separator: UInt8(ascii: "\n")) where line.starts(with: Array("0::".utf8))
+        {
+            let path = String(decoding: line.dropFirst(3), as: UTF8.self)
+            // A cgroup removed while the process was in it reads `… (deleted)`.
+            return path.hasSuffix(" (deleted)") ? nil : path
+        }
+        return nil
+    }
+
+    /// The cgroup to freeze for a process of `uid` in cgroup `path`: the ancestor named
+    /// `user-UID.slice` if there is one, else `path`. `nil` for the root cgroup and for the
+    /// daemon's own cgroup or an ancestor of it.
+    static func target(path: String, uid: UInt32, own: String? = Freezer.own) -> String? {
+        let parts = path.split(separator: "/")
+        var chosen = path
+        if let slice = parts.firstIndex(of: Substring("user-\(uid).slice")) {
+            chosen = "/" + parts[...slice].joined(separator: "/")
+        }
+        guard chosen != "/", !chosen.isEmpty else { return nil }
+        if let own, own == chosen || own.hasPrefix(chosen.hasSuffix("/") ? chosen : chosen + "/") {
+            return nil
+        }
+        return chosen
+    }
+
+    /// Runs `body` with `members` held still: their cgroups frozen where that can be done, and
+    /// of the rest, those of the users `stopping` stopped (every process of theirs). Waits up to
+    /// `settle` for the freeze to take. Returns which members were not held.
+    @discardableResult
+    static func holding(
+        _ members: [Member], stopping: Set<UInt32>, settle: Duration = .milliseconds(200), _ body: () -> Void
+    ) -> [Member] {
+        var groups: Set<String> = []
+        var loose: [Member] = []
+        if let mount {
+            for member in members {
+                if let path = cgroup(of: member.process.pid), let target = target(path: path, uid: member.uid)
+                {
+                    groups.insert(mount + target)
+                } else {
+                    loose.append(member)
+                }
+            }
+        } else {
+            loose = members
+        }
+        var frozen: [String] = []
+        for group in groups.sorted() where write("1", to: group + "/cgroup.freeze") {
+            frozen.append(group)
+        }
+        defer { for group in frozen.reversed() { _ = write("0", to: group + "/cgroup.freeze") } }
+        // Users stopped, and their processes that were stopped before (they stay so).
+        var stopped: [(uid: UInt32, before: Set<RunningProcess>)] = []
+        var users: [UInt32: UInt32] = [:]
+        for member in loose where member.uid != 0 && stopping.contains(member.uid) {
+            users[member.uid] = member.gid
+        }
+        for (uid, gid) in users.sorted(by: { $0.key < $1.key }) {
+            let before = Set(processes(of: uid).filter { $0.state == "T" })
+            if stepgate_signal_every_process_of(uid, gid, SIGSTOP) == 0 { stopped.append((uid, before)) }
+        }
+        defer {
+            for (uid, before) in stopped {
+                for process in processes(of: uid) where process.state == "T" && !before.contains(process) {
+                    process.signal(SIGCONT)
+                }
+            }
+        }
+        let deadline = ContinuousClock.now + settle
+        for group in frozen {
+            while !isFrozen(group), ContinuousClock.now < deadline { usleep(2_000) }
+        }
+        if !stopped.isEmpty {
+            let users = Set(stopped.map(\.uid))
+            while ContinuousClock.now < deadline,
+                processes(of: users).contains(where: { $0.state == "R" })
+            {
+                usleep(2_000)
+            }
+        }
+        body()
+        let stoppedUsers = Set(stopped.map(\.uid))
+        return loose.filter { !stoppedUsers.contains($0.uid) }
+    }
+
+    /// The processes whose real user id is `uid`.
+    static func processes(of uid: UInt32) -> [RunningProcess] { processes(of: [uid]) }
+
+    static func processes(of uids: Set<UInt32>) -> [RunningProcess] {
+        (ProcFile.numbers(in: "/proc") ?? []).compactMap { pid in
+            guard pid > 1, pid != getpid(), let credentials = ProcessCredentials(pid: pid),
+                let uid = credentials.uids.first, uids.contains(uid)
+            else { return nil }
+            return RunningProcess(pid: pid)
+        }
+    }
+
+    /// Whether `cgroup.events` of `group` says it is frozen.
+    static func isFrozen(_ group: String) -> Bool {
+        guard let text = ProcFile.read(group + "/cgroup.events", limit: 4096) else { return true }
+        return text.bytes.split(separator: UInt8(ascii: "\n")).contains {
+            $0.elementsEqual(Array("frozen 1".utf8))
+        }
+    }
+
+    private static func write(_ text: String, to path: String) -> Bool {
+        let fd = open(path, O_WRONLY | O_CLOEXEC | O_NOFOLLOW)
+        guard fd >= 0 else { return false }
+        defer { close(fd) }
+        let bytes = Array(text.utf8)
+        return bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress!, $0.count) } == bytes.count
+    }
+}
