@@ -133,3 +133,48 @@ static inline int stepgate_signal_every_process_of(unsigned int uid, unsigned in
     default: return EPERM;
     }
 }
+
+#include <stdint.h>
+#include <sys/ioctl.h>
+
+// PROCMAP_QUERY (Linux 6.11, <linux/fs.h>): one mapping of a process, asked by address on its
+// open `/proc/PID/maps`, without the text of the whole file.
+struct stepgate_procmap_query {
+    uint64_t size;
+    uint64_t query_flags;
+    uint64_t query_addr;
+    uint64_t vma_start;
+    uint64_t vma_end;
+    uint64_t vma_flags;
+    uint64_t vma_page_size;
+    uint64_t vma_offset;
+    uint64_t inode;
+    uint32_t dev_major;
+    uint32_t dev_minor;
+    uint32_t vma_name_size;
+    uint32_t build_id_size;
+    uint64_t vma_name_addr;
+    uint64_t build_id_addr;
+};
+
+// The file-backed mapping at or after `*address` in the maps file `fd`: its device, inode and
+// start, and, when `name` is given, its path (`PATH (deleted)` for a file no longer linked).
+// 0 on success (`*address` moves past the mapping), ENOENT past the last one, ENOTTY where the
+// kernel has no PROCMAP_QUERY, another errno value otherwise.
+static inline int stepgate_next_file_mapping(int fd, uint64_t *address, uint32_t *major, uint32_t *minor,
+                                             uint64_t *inode, char *name, uint32_t name_size) {
+    struct stepgate_procmap_query query = {0};
+    query.size = sizeof(query);
+    query.query_flags = 0x10 | 0x20; // COVERING_OR_NEXT_VMA | FILE_BACKED_VMA
+    query.query_addr = *address;
+    if (name && name_size > 0) {
+        query.vma_name_addr = (uint64_t)(uintptr_t)name;
+        query.vma_name_size = name_size;
+    }
+    if (ioctl(fd, _IOWR('f', 17, struct stepgate_procmap_query), &query) != 0) return errno;
+    *address = query.vma_end;
+    *major = query.dev_major;
+    *minor = query.dev_minor;
+    *inode = query.inode;
+    return 0;
+}

@@ -349,8 +349,8 @@ public final class ExecDenyShield: Shield {
     }
 
     /// Stops every process `find` reports, the moment it is found (a stopped process cannot
-    /// fork), and its children (a stopped parent cannot leave them to init), in sweeps until
-    /// three in a row find nothing new; then kills them all, unless `kill` is false.
+    /// fork), and its children (a stopped parent cannot leave them to init), and then kills it
+    /// unless `kill` is false; in sweeps until three in a row find nothing new.
     @discardableResult
     static func stopAndKill(kill: Bool = true, _ find: (_ found: (RunningProcess) -> Void) -> Void) -> Sweep {
         var stopped: Set<RunningProcess> = []
@@ -361,6 +361,8 @@ public final class ExecDenyShield: Shield {
             if process.signal(SIGSTOP) {
                 if process.state != "T" { sweep.running.append(process) }
                 for child in process.children { stop(child) }
+                // Its children are held: it may go.
+                if kill { process.signal(SIGKILL) }
             } else {
                 sweep.vanished.append(process)
             }
@@ -369,9 +371,6 @@ public final class ExecDenyShield: Shield {
             let before = stopped.count
             find { stop($0) }
             quiet = stopped.count == before ? quiet + 1 : 0
-        }
-        if kill {
-            for process in stopped { process.signal(SIGKILL) }
         }
         return sweep
     }

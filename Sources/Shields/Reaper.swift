@@ -185,12 +185,13 @@ final class Reaper: Sendable {
                     }
                 }
             } else {
-                let processes = RunningProcess.running(store.files, paths: store.paths, include: gated)
-                if current(store) {
-                    let gone = act(on: processes, store.action)
-                    let uids = Set(gone.compactMap { users[$0.pid]?.uid })
-                    if !uids.isEmpty { state.withLock { $0.stores[store.name]?.forkingAway.formUnion(uids) } }
+                // Each as soon as it is found.
+                var gone: [RunningProcess] = []
+                _ = RunningProcess.running(store.files, paths: store.paths, include: gated) { process in
+                    if current(store) { gone += act(on: [process], store.action) }
                 }
+                let uids = Set(gone.compactMap { users[$0.pid]?.uid })
+                if !uids.isEmpty { state.withLock { $0.stores[store.name]?.forkingAway.formUnion(uids) } }
             }
             // What read a file during the unlock, and what it has started since.
             let ended = store.openers.filter { !$0.isAlive }

@@ -100,6 +100,11 @@ struct RunningProcess: Hashable, Sendable {
     /// How much of a command line is read: all of it (the kernel allows at most 6 MiB of
     /// arguments and environment).
     static let commandLineLimit = 8 << 20
+    /// How much of a map and of a command line the first pass of a scan reads (a desktop
+    /// program's map is some 50-300 KiB); a process with more is looked at after all the
+    /// others, so that processes made to be slow to read cannot hold up finding a plain one.
+    static let quickMapsLimit = 256 << 10
+    static let quickCommandLineLimit = 256 << 10
 
     /// Every process that runs one of `files` (compared by device and inode): mapped into its
     /// memory (its executable, or a program started through the dynamic loader, whose
@@ -127,14 +132,30 @@ struct RunningProcess: Hashable, Sendable {
         let shielded = ShieldedFiles(files, paths: paths)
         var descriptors = DescriptorScan(files)
         var found: [RunningProcess] = []
+        // Processes with a long map or command line, looked at after all the others.
+        var long: [Int32] = []
         // Newest first: a short-lived process is the likelier to be found still there.
         for pid in pids.sorted(by: >) {
             guard pid > 1, pid != getpid(), include(pid) else { continue }
+            guard let mapped = shielded.mapped(by: pid, limit: RunningProcess.quickMapsLimit),
+                let named = mapped
+                    ? false : shielded.named(by: pid, limit: RunningProcess.quickCommandLineLimit)
+            else {
+                long.append(pid)
+                continue
+            }
+            guard mapped || named || (deep && descriptors.held(by: pid) != nil),
+                let process = RunningProcess(pid: pid)
+            else { continue }
+            report(process)  // at once: the caller may stop it before the scan goes on
+            found.append(process)
+        }
+        for pid in long {
             let matches =
-                shielded.mapped(by: pid) || shielded.named(by: pid)
+                shielded.mappedLong(by: pid) || shielded.named(by: pid) == true
                 || (deep && descriptors.held(by: pid) != nil)
             guard matches, let process = RunningProcess(pid: pid) else { continue }
-            report(process)  // at once: the caller may stop it before the scan goes on
+            report(process)
             found.append(process)
         }
         return found
@@ -284,20 +305,67 @@ struct ShieldedFiles {
     }
 
     /// Whether `/proc/PID/maps` maps one of the files (`address perms offset major:minor inode
-    /// path`) or a file replaced under one of the paths. Read to its end; a map longer than
-    /// ``RunningProcess/mapsLimit`` counts as a match. When the first thread has ended, a live
-    /// thread's map is read.
-    func mapped(by pid: Int32) -> Bool {
-        guard var maps = ProcFile.read("/proc/\(pid)/maps", limit: RunningProcess.mapsLimit) else {
+    /// path`) or a file replaced under one of the paths, read up to `limit`. `nil` when the map
+    /// goes on past `limit` below ``RunningProcess/mapsLimit`` (see ``mappedLong(by:)``); a map
+    /// longer than that counts as a match. When the first thread has ended, a live thread's map
+    /// is read.
+    func mapped(by pid: Int32, limit: Int = RunningProcess.mapsLimit) -> Bool? {
+        guard var maps = ProcFile.read("/proc/\(pid)/maps", limit: limit) else {
             return false
         }
         if maps.bytes.isEmpty, let folder = RunningProcess.liveTask(pid),
-            let live = ProcFile.read(folder + "/maps", limit: RunningProcess.mapsLimit)
+            let live = ProcFile.read(folder + "/maps", limit: limit)
         {
             maps = live
         }
-        guard maps.complete else { return true }
+        guard maps.complete else { return limit < RunningProcess.mapsLimit ? nil : true }
         return Self.maps(maps.bytes, mention: files, inodes, replaced)
+    }
+
+    /// ``mapped(by:limit:)`` for a long map, without its text where the kernel can do that
+    /// (`PROCMAP_QUERY`, Linux 6.11): each file-backed mapping's device and inode, and a path
+    /// only once per file, and only while a path was replaced. A process made to slow the scan
+    /// (thousands of mappings of a file with a 4,000-character path) costs microseconds a
+    /// mapping instead of the time to write out its whole map. Elsewhere the text is read, up
+    /// to ``RunningProcess/mapsLimit``.
+    func mappedLong(by pid: Int32) -> Bool {
+        let fd = open("/proc/\(pid)/maps", O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return false }
+        defer { close(fd) }
+        var address: UInt64 = 0
+        var seen: Set<ExecDenyShield.FileID> = []
+        var name = [CChar](repeating: 0, count: 4_200)
+        var count = 0
+        while true {
+            var major: UInt32 = 0
+            var minor: UInt32 = 0
+            var inode: UInt64 = 0
+            let result = stepgate_next_file_mapping(fd, &address, &major, &minor, &inode, nil, 0)
+            if result == ENOENT { return false }
+            if result == ENOTTY || result == EINVAL || result == EOPNOTSUPP {
+                return mapped(by: pid) ?? true
+            }
+            guard result == 0 else { return false }  // gone
+            let file = ExecDenyShield.FileID(
+                device: RunningProcess.makeDevice(UInt64(major), UInt64(minor)), inode: inode)
+            if files.contains(file) { return true }
+            if !replaced.isEmpty, seen.insert(file).inserted {
+                var at = address - 1
+                let named = name.withUnsafeMutableBufferPointer { buffer in
+                    stepgate_next_file_mapping(
+                        fd, &at, &major, &minor, &inode, buffer.baseAddress, UInt32(buffer.count))
+                }
+                if named == 0 {
+                    let path = name.withUnsafeBufferPointer { buffer in
+                        Array(UnsafeRawBufferPointer(buffer).prefix { $0 != 0 })
+                    }
+                    if replaced.contains(path) { return true }
+                }
+            }
+            count += 1
+            // The kernel allows 65,530 mappings by default (`vm.max_map_count`).
+            if count > 1_000_000 { return true }
+        }
     }
 
     static func maps(
@@ -359,10 +427,13 @@ struct ShieldedFiles {
     /// never followed). Compared as text, `.`, `..` and repeated slashes folded: the file system
     /// is not asked, so a name reaching the file through a link of the user's own is not
     /// matched here.
-    func named(by pid: Int32) -> Bool {
-        guard !paths.isEmpty,
-            let line = ProcFile.read("/proc/\(pid)/cmdline", limit: RunningProcess.commandLineLimit)
-        else { return false }
+    ///
+    /// `nil` when the command line goes on past `limit` (below the whole of it).
+    func named(by pid: Int32, limit: Int = RunningProcess.commandLineLimit) -> Bool? {
+        guard !paths.isEmpty, let line = ProcFile.read("/proc/\(pid)/cmdline", limit: limit) else {
+            return false
+        }
+        if !line.complete && limit < RunningProcess.commandLineLimit { return nil }
         // Read when first needed: most arguments end in no shielded file's name.
         var links: [String: [UInt8]] = [:]
         func link(_ name: String) -> [UInt8]? {

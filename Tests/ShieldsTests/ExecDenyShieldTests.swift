@@ -679,6 +679,93 @@ struct ExecDenyShieldTests {
             "forking game ended \(ContinuousClock.now - relocked) after the relock (1 s of silence included)")
     }
 
+    /// Found by an attack: 300 gated processes whose memory maps were made some 16 MB long each
+    /// (3,900 mappings of a file with a 4,000-character path) kept a plain game running 138 s
+    /// past the relock, while the scan read every one of them first. The game ends as soon as
+    /// it would without them. `STEPGATE_MAPS_PADDERS` sets how many (40 by default: 8.6 s past the relock before).
+    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/setpriv"), "needs setpriv"))
+    func longMemoryMapsDoNotDelayEndingAGame() throws {
+        guard let compiler = cCompiler() else {
+            print("skipped: no C compiler (clang or cc) to build the padding program")
+            return
+        }
+        chmod(folder.path, 0o755)
+        let padder = folder.appendingPathComponent("padder").path
+        let source = """
+            #include <fcntl.h>
+            #include <stdlib.h>
+            #include <sys/mman.h>
+            #include <unistd.h>
+            int main(int argc, char **argv) {
+                int fd = open(argv[1], O_RDONLY);
+                for (int i = atoi(argv[2]); i > 0; i--) mmap(0, 4096, PROT_READ, MAP_PRIVATE, fd, 0);
+                if (argc > 3) mmap(0, 4096, PROT_READ, MAP_PRIVATE, open(argv[3], O_RDONLY), 0);
+                write(1, "ready\\n", 6);
+                pause();
+            }
+            """
+        try source.write(toFile: padder + ".c", atomically: true, encoding: .utf8)
+        #expect(try runProcess(compiler, ["-O1", "-o", padder, padder + ".c"]).status == 0)
+        // A file whose path is some 4,000 characters long.
+        var long = folder.path
+        while long.utf8.count < 3_800 { long += "/" + String(repeating: "p", count: 200) }
+        try FileManager.default.createDirectory(atPath: long, withIntermediateDirectories: true)
+        long += "/padding"
+        #expect(FileManager.default.createFile(atPath: long, contents: Data(count: 4096)))
+        var parent = long
+        while parent != folder.path {
+            chmod(parent, 0o755)
+            parent = (parent as NSString).deletingLastPathComponent
+        }
+        let game = folder.appendingPathComponent("plaingame").path
+        try FileManager.default.copyItem(atPath: "/bin/sleep", toPath: game)
+        let count = ProcessInfo.processInfo.environment["STEPGATE_MAPS_PADDERS"].flatMap(Int.init) ?? 40
+        var started: [Process] = []
+        defer {
+            for process in started {
+                kill(process.processIdentifier, SIGKILL)
+                process.waitUntilExit()
+            }
+        }
+        let played = try startAsNobody([game, "600"])
+        started.append(played)
+        var ready: [Pipe] = []
+        // The last one maps the game after its padding (its bytes could be run from there).
+        for index in 0..<count {
+            let pipe = Pipe()
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
+            process.arguments =
+                ["--reuid=nobody", "--regid=nogroup", "--clear-groups", padder, long, "3900"]
+                + (index == count - 1 ? [game] : [])
+            process.standardOutput = pipe
+            try process.run()
+            started.append(process)
+            ready.append(pipe)
+        }
+        for pipe in ready { _ = pipe.fileHandleForReading.readData(ofLength: 6) }
+        let one = ProcFile.read("/proc/\(started[1].processIdentifier)/maps", limit: RunningProcess.mapsLimit)
+        #expect((one?.bytes.count ?? 0) > 15_000_000, "a padded map is \(one?.bytes.count ?? 0) bytes")
+
+        let shield = try ExecDenyShield(gracePeriod: .milliseconds(300))
+        let relocked = ContinuousClock.now
+        try shield.apply([Target(kind: .executable, value: game)], context: ShieldContext(store: "games"))
+        while played.isRunning, ContinuousClock.now - relocked < .seconds(60) {
+            usleep(50_000)
+            _ = shield.recheck()
+        }
+        let took = ContinuousClock.now - relocked
+        print("with \(count) padded processes, the game ended \(took) after the relock (grace 0.3 s)")
+        #expect(!played.isRunning)
+        while started.last!.isRunning, ContinuousClock.now - relocked < .seconds(60) {
+            usleep(50_000)
+            _ = shield.recheck()
+        }
+        #expect(!started.last!.isRunning, "the padded process mapping the game ran on")
+        print("the padded process mapping the game ended \(ContinuousClock.now - relocked) after the relock")
+        #expect(took < .seconds(3), "the game ran \(took) past the relock")
+    }
+
     /// Found by an attack: a gated user's processes holding tens of thousands of descriptors
     /// made the scan for running programs long, and marking a replaced program waited behind it.
     /// Marking never waits on that scan.
