@@ -99,10 +99,14 @@ struct Freezer {
             loose = members
         }
         var frozen: [String] = []
+        if !groups.isEmpty { _ = writeLedger(groups.sorted()) }
         for group in groups.sorted() where write("1", to: group + "/cgroup.freeze") {
             frozen.append(group)
         }
-        defer { for group in frozen.reversed() { _ = write("0", to: group + "/cgroup.freeze") } }
+        defer {
+            for group in frozen.reversed() { _ = write("0", to: group + "/cgroup.freeze") }
+            if !groups.isEmpty { unlink(ledger) }
+        }
         // Users stopped, and their processes that were stopped before (they stay so).
         var stopped: [(uid: UInt32, before: Set<RunningProcess>)] = []
         var users: [UInt32: UInt32] = [:]
@@ -135,6 +139,30 @@ struct Freezer {
         body()
         let stoppedUsers = Set(stopped.map(\.uid))
         return loose.filter { !stoppedUsers.contains($0.uid) }
+    }
+
+    /// Where the cgroups being frozen are written down while they are, so that a daemon that
+    /// died holding them thaws them when it starts again (``thawLeftovers()``).
+    static let ledger = "/run/stepgate-frozen-cgroups"
+
+    /// Thaws the cgroups a daemon that died while holding them left frozen.
+    static func thawLeftovers() {
+        guard let mount, let text = ProcFile.read(ledger, limit: 1 << 20) else { return }
+        for line in text.bytes.split(separator: UInt8(ascii: "\n")) {
+            let group = String(decoding: line, as: UTF8.self)
+            guard group.hasPrefix(mount + "/"), !group.contains("/../") else { continue }
+            _ = write("0", to: group + "/cgroup.freeze")
+        }
+        unlink(ledger)
+    }
+
+    /// Writes the ledger (mode 0600, never through a link); whether it was written.
+    private static func writeLedger(_ groups: [String]) -> Bool {
+        let fd = open(ledger, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0o600)
+        guard fd >= 0 else { return false }
+        defer { close(fd) }
+        let bytes = Array(groups.map { $0 + "\n" }.joined().utf8)
+        return bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress!, $0.count) } == bytes.count
     }
 
     /// The processes whose real user id is `uid`.

@@ -60,6 +60,7 @@ final class Reaper: Sendable {
         self.privilegedGroup = privilegedGroup
         self.grace = grace
         self.descriptorBudget = descriptorBudget
+        if getuid() == 0 { Freezer.thawLeftovers() }
         let thread = Thread { [self] in self.run() }
         thread.name = "stepgate-reaper"
         thread.start()

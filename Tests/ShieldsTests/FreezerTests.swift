@@ -96,6 +96,17 @@ struct FreezerTests {
         #expect(!Freezer.isFrozen(cgroup))
         usleep(50_000)
         #expect(RunningProcess(pid: spinning.processIdentifier)?.state == "R")
+
+        // A daemon that died holding it: the next one thaws it when it starts.
+        let freeze = try #require(FileHandle(forWritingAtPath: cgroup + "/cgroup.freeze"))
+        try freeze.write(contentsOf: Data("1".utf8))
+        try freeze.close()
+        try (cgroup + "\n").write(toFile: Freezer.ledger, atomically: false, encoding: .utf8)
+        for _ in 0..<100 where !Freezer.isFrozen(cgroup) { usleep(2_000) }
+        #expect(Freezer.isFrozen(cgroup))
+        _ = Reaper(privilegedGroup: nil, grace: .seconds(1))
+        #expect(!Freezer.isFrozen(cgroup))
+        #expect(!FileManager.default.fileExists(atPath: Freezer.ledger))
     }
 
     @Test func aUserInNoCgroupOfItsOwnIsStoppedOnlyWhenAsked() throws {
