@@ -7,29 +7,6 @@ import Testing
 private let tools = ["/usr/bin/setpriv", "/usr/bin/dbus-daemon", "/usr/bin/dbus-monitor"]
 private let canRun = getuid() == 0 && tools.allSatisfy { FileManager.default.isExecutableFile(atPath: $0) }
 
-/// A process started as `nobody` (through setpriv), killed at the end.
-private final class AsNobody {
-    let process = Process()
-
-    init(_ arguments: [String], output: String? = nil) throws {
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
-        process.arguments = ["--reuid=nobody", "--regid=nogroup", "--clear-groups"] + arguments
-        if let output {
-            _ = FileManager.default.createFile(atPath: output, contents: nil)
-            process.standardOutput = FileHandle(forWritingAtPath: output)
-        } else {
-            process.standardOutput = FileHandle.nullDevice
-        }
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-    }
-
-    deinit {
-        kill(process.processIdentifier, SIGKILL)
-        process.waitUntilExit()
-    }
-}
-
 /// The daemon's messenger to a user's session bus: `stepgate notify-helper` becomes the user
 /// before it connects, so a user's bus only ever meets that user's credentials.
 @Suite("notify-helper", .enabled(if: canRun, "needs root, setpriv, dbus-daemon and dbus-monitor"))
@@ -47,17 +24,20 @@ struct NotifyHelperTests {
         let nobody = try #require(getpwnam("nobody")?.pointee)
         chown(home, nobody.pw_uid, nobody.pw_gid)
         let socket = home + "/bus"
-        let bus = try AsNobody([
-            "/usr/bin/dbus-daemon", "--session", "--nofork", "--nopidfile", "--address=unix:path=\(socket)",
-        ])
+        let bus = try BackgroundProcess(
+            [
+                "/usr/bin/dbus-daemon", "--session", "--nofork", "--nopidfile",
+                "--address=unix:path=\(socket)",
+            ],
+            asNobody: true)
         waitFor(socket)
         let monitorLog = folder.appendingPathComponent("monitor.log").path
-        let monitor = try AsNobody(
+        let monitor = try BackgroundProcess(
             [
                 "/usr/bin/dbus-monitor", "--address", "unix:path=\(socket)",
                 "interface='org.freedesktop.Notifications'",
             ],
-            output: monitorLog)
+            asNobody: true, output: monitorLog)
         // The monitor is listening once it printed its own NameAcquired/NameLost signals.
         for _ in 0..<300 where ((try? String(contentsOfFile: monitorLog, encoding: .utf8)) ?? "").isEmpty {
             usleep(10_000)
@@ -88,16 +68,10 @@ struct NotifyHelperTests {
         let folder = try Fixtures.temporaryFolder()
         chmod(folder.path, 0o755)
         let socket = folder.appendingPathComponent("root-bus").path
-        let bus = Process()
-        bus.executableURL = URL(fileURLWithPath: "/usr/bin/dbus-daemon")
-        bus.arguments = ["--session", "--nofork", "--nopidfile", "--address=unix:path=\(socket)"]
-        bus.standardOutput = FileHandle.nullDevice
-        bus.standardError = FileHandle.nullDevice
-        try bus.run()
-        defer {
-            kill(bus.processIdentifier, SIGKILL)
-            bus.waitUntilExit()
-        }
+        let bus = try BackgroundProcess([
+            "/usr/bin/dbus-daemon", "--session", "--nofork", "--nopidfile", "--address=unix:path=\(socket)",
+        ])
+        defer { withExtendedLifetime(bus) {} }
         waitFor(socket)
         let nobody = try #require(getpwnam("nobody")?.pointee)
         let transport = HelperTransport(executable: Fixtures.stepgateExecutable.path, deadline: .seconds(2))

@@ -9,48 +9,25 @@ import Testing
 private let tools = ["/usr/bin/dbus-daemon", "/usr/bin/dbus-monitor"]
 private let canRun = tools.allSatisfy { FileManager.default.isExecutableFile(atPath: $0) }
 
-/// A child process, killed at the end.
-private final class Child {
-    let process = Process()
-
-    init(_ arguments: [String], output: String? = nil) throws {
-        process.executableURL = URL(fileURLWithPath: arguments[0])
-        process.arguments = Array(arguments.dropFirst())
-        if let output {
-            _ = FileManager.default.createFile(atPath: output, contents: nil)
-            process.standardOutput = FileHandle(forWritingAtPath: output)
-        } else {
-            process.standardOutput = FileHandle.nullDevice
-        }
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-    }
-
-    deinit {
-        kill(process.processIdentifier, SIGKILL)
-        process.waitUntilExit()
-    }
-}
-
 /// A private `dbus-daemon --session` of the test's own user, watched by `dbus-monitor`, and
 /// the desktop notices that reach it (this process calls the bus itself, as the one session
 /// user).
 private final class TestBus {
     let folder: URL
-    private let bus: Child
-    private let monitor: Child
+    private let bus: BackgroundProcess
+    private let monitor: BackgroundProcess
     private let monitorLog: String
 
     init() throws {
         folder = try Fixtures.temporaryFolder()
         let socket = folder.appendingPathComponent("bus-\(geteuid())").path
-        bus = try Child([
+        bus = try BackgroundProcess([
             "/usr/bin/dbus-daemon", "--session", "--nofork", "--nopidfile", "--address=unix:path=\(socket)",
         ])
         for _ in 0..<300 where !FileManager.default.fileExists(atPath: socket) { usleep(10_000) }
         usleep(300_000)  // the file appears at bind(), a moment before listen()
         monitorLog = folder.appendingPathComponent("monitor.log").path
-        monitor = try Child(
+        monitor = try BackgroundProcess(
             [
                 "/usr/bin/dbus-monitor", "--address", "unix:path=\(socket)",
                 "interface='org.freedesktop.Notifications'",
