@@ -33,7 +33,7 @@ cleanup() {
     rm -rf "$work"
 }
 trap cleanup EXIT
-as_nobody() { setpriv --reuid=nobody --regid=nogroup --clear-groups "$@"; }
+nobody=(setpriv --reuid=nobody --regid=nogroup --clear-groups) # setpriv execs: $! is the program
 
 display=":$((90 + RANDOM % 9))"
 Xvfb "$display" -screen 0 700x120x24 -ac -nolisten tcp >/dev/null 2>&1 &
@@ -41,7 +41,7 @@ pids+=($!)
 home="$work/nobody"
 mkdir "$home" && chown nobody:nogroup "$home"
 bus="$home/bus-$(id -u nobody)"
-as_nobody dbus-daemon --session --nofork --nopidfile --address="unix:path=$bus" >/dev/null 2>&1 &
+"${nobody[@]}" dbus-daemon --session --nofork --nopidfile --address="unix:path=$bus" >/dev/null 2>&1 &
 pids+=($!)
 for _ in $(seq 100); do [ -S "$bus" ] && break; sleep 0.05; done
 cat >"$home/dunstrc" <<'EOF'
@@ -68,7 +68,7 @@ cat >"$home/dunstrc" <<'EOF'
     timeout = 0
 EOF
 chown nobody:nogroup "$home/dunstrc"
-DISPLAY="$display" DBUS_SESSION_BUS_ADDRESS="unix:path=$bus" as_nobody dunst -config "$home/dunstrc" >/dev/null 2>&1 &
+DISPLAY="$display" DBUS_SESSION_BUS_ADDRESS="unix:path=$bus" "${nobody[@]}" dunst -config "$home/dunstrc" >/dev/null 2>&1 &
 pids+=($!)
 sleep 1
 
@@ -94,7 +94,7 @@ for _ in $(seq 100); do
     sleep 0.1
 done
 # The gated user starts the game from a launcher: denied, and the shield screen appears.
-if as_nobody "$work/games/supertux2" 2>/dev/null; then
+if "${nobody[@]}" "$work/games/supertux2" 2>/dev/null; then
     echo "screenshot.sh: the launch was not denied" >&2
     cat "$work/daemon.log" >&2
     exit 1

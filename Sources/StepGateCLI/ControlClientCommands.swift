@@ -12,16 +12,12 @@ enum ControlDefaults {
 /// Sends a request; prints the daemon's answer (JSON with --json) and fails when it refused.
 func sendControl(_ command: ControlCommand, socket: String, json: Bool) throws {
     let answer = try ControlClient.send(command, socket: socket)
-    if json {
-        let data = try JSONSerialization.data(withJSONObject: answer, options: [.sortedKeys])
-        print(String(decoding: data, as: UTF8.self))
-    }
-    if answer["ok"] as? Bool != true {
-        let events = (answer["events"] as? [String]) ?? []
-        let reason = (answer["error"] as? String) ?? events.last ?? "refused"
-        throw ControlSocketError(message: reason)
+    if json { print(visibleJSON(answer.json)) }
+    let reply = answer.reply
+    if !reply.ok {
+        throw ControlSocketError(message: reply.error ?? reply.events?.last ?? "refused")
     }
     if !json {
-        for event in (answer["events"] as? [String]) ?? [] { print(event) }
+        for event in reply.events ?? [] { print(visible(event)) }
     }
 }

@@ -34,7 +34,7 @@ struct ExecGuard: Command {
     func run() async throws {
         let program = command[0]
         let path = program.contains("/") ? program : CommandRunner().resolve(program) ?? program
-        let answer: [String: Any]
+        let answer: CheckReply
         do {
             // Resolved here, by the client: the daemon never touches a path a client sends.
             var resolved: String?
@@ -42,21 +42,26 @@ struct ExecGuard: Command {
                 resolved = String(cString: real)
                 free(real)
             }
-            answer = try ControlClient.send(
+            let received = try ControlClient.send(
                 .check(executable: path, resolved: resolved), socket: socket, timeout: 10)
+            let reply = received.reply
+            guard reply.ok else {
+                throw ControlSocketError(message: "the daemon refused: \(reply.error ?? "no reason")")
+            }
+            answer = try received.decode(CheckReply.self)
         } catch {
             printError("StepGate: \(error)\nNot starting \(program): the guard fails closed.")
             throw ExitCode(126)
         }
-        if answer["shielded"] as? Bool == true {
-            let title = answer["title"] as? String ?? "Shielded"
-            let subtitle = answer["subtitle"] as? String ?? ""
+        if answer.shielded {
+            let title = visible(answer.title ?? "Shielded")
+            let subtitle = visible(answer.subtitle ?? "")
             var text = "\n  \(title)\n"
             if !subtitle.isEmpty { text += "  \(subtitle)\n" }
-            if let steps = answer["stepsToGo"] as? Int {
+            if let steps = answer.stepsToGo {
                 text += "\n  Walk \(steps) more steps to unlock it.\n"
             }
-            if let until = answer["unlockedUntil"] as? String { text += "  Unlocked until \(until).\n" }
+            if let until = answer.unlockedUntil { text += "  Unlocked until \(visible(until)).\n" }
             text += "\n  [ Close ]   [ Walk now: stepgate status ]\n"
             printError(text)
             throw ExitCode(126)

@@ -89,9 +89,9 @@ struct History: Command {
                 days: days, grouping: grouping, goal: goal, markToday: isToday)
         } else {
             let answer = try ControlClient.send(.history(days: days), socket: socket)
-            guard answer["ok"] as? Bool == true else {
-                throw ControlSocketError(
-                    message: "the daemon refused: \(answer["error"] as? String ?? "no reason given")")
+            let reply = answer.reply
+            guard reply.ok else {
+                throw ControlSocketError(message: "the daemon refused: \(reply.error ?? "no reason given")")
             }
             report = try HistoryReport(answer: answer, days: days, grouping: grouping, goal: goal)
         }
@@ -137,20 +137,25 @@ struct HistoryReport {
     }
 
     /// From the daemon's answer to `{"command":"history"}`.
-    init(answer: [String: Any], days: Int, grouping: StepHistory.Grouping, goal: Int?) throws {
-        guard let todayText = answer["today"] as? String, let today = StepHistory.day(from: todayText),
-            let hour = answer["hour"] as? Int, let object = answer["history"] as? [String: Any]
-        else { throw ControlSocketError(message: "the daemon's history answer lacks today, hour or history") }
-        let bytes = try JSONSerialization.data(withJSONObject: object)
+    init(answer: ControlAnswer, days: Int, grouping: StepHistory.Grouping, goal: Int?) throws {
+        let reply: HistoryReply
+        do {
+            reply = try answer.decode(HistoryReply.self)
+        } catch {
+            throw ControlSocketError(message: "the daemon's history answer: \(error)")
+        }
+        guard let today = StepHistory.day(from: reply.today), let object = answer.memberJSON("history") else {
+            throw ControlSocketError(message: "the daemon's history answer lacks a day or the history")
+        }
         let history: StepHistory
         do {
-            history = try StepHistory.decode(Array(bytes))
+            history = try StepHistory.decode(Array(object.utf8))
         } catch {
             throw ControlSocketError(message: "the daemon's history answer: \(error)")
         }
         self.init(
-            history: history, zone: answer["zone"] as? String ?? "?", today: today, hour: hour, days: days,
-            grouping: grouping, goal: goal ?? (answer["goal"] as? Int))
+            history: history, zone: reply.zone, today: today, hour: reply.hour, days: days,
+            grouping: grouping, goal: goal ?? reply.goal)
     }
 
     private func label(_ bucket: StepHistory.Bucket) -> String {

@@ -24,57 +24,46 @@ struct Status: Command {
 
     func run() async throws {
         let answer = try ControlClient.send(.status, socket: socket)
-        if json {
-            let data = try JSONSerialization.data(withJSONObject: answer, options: [.sortedKeys])
-            print(visibleJSON(String(decoding: data, as: UTF8.self)))
-        }
-        guard answer["ok"] as? Bool == true else {
-            throw ControlSocketError(
-                message: "the daemon refused: \(answer["error"] as? String ?? "no reason given")")
+        if json { print(visibleJSON(answer.json)) }
+        let reply = answer.reply
+        guard reply.ok else {
+            throw ControlSocketError(message: "the daemon refused: \(reply.error ?? "no reason given")")
         }
         if json { return }
-        let today = answer["stepsToday"] as? Int ?? 0
-        let sinceStart = answer["stepsSinceStart"] as? Int ?? 0
+        let status: StatusReply
+        do {
+            status = try answer.decode(StatusReply.self)
+        } catch {
+            throw ControlSocketError(message: "the daemon's status answer: \(error)")
+        }
         print(
-            "input: \(visible(answer["input"] as? String ?? "?")), \(today) steps today (\(sinceStart) since start)"
+            "input: \(visible(status.input)), \(status.stepsToday) steps today (\(status.stepsSinceStart) since start)"
         )
-        for store in (answer["stores"] as? [[String: Any]]) ?? [] {
+        for store in status.stores {
             // Every text from the daemon may carry a name a user chose (a file name, a store):
             // control characters are shown, never sent to the terminal.
-            let name = visible(store["name"] as? String ?? "?")
-            var line = "\(name): " + ((store["shielded"] as? Bool) == true ? "shielded" : "open")
-            if let owners = store["owners"] as? [String], !owners.isEmpty {
-                line += " (held by \(visible(owners.joined(separator: ", "))))"
-            }
-            if let until = store["unlockedUntil"] as? String { line += ", unlocked until \(visible(until))" }
-            if let until = store["emergencyUntil"] as? String {
-                line += ", emergency unlock until \(visible(until))"
-            }
-            if let goal = store["nextGoal"] as? Int, let steps = store["steps"] as? Int {
-                line += ", \(steps)/\(goal) steps"
-            }
-            if let cap = store["dailyUnlockCap"] as? Int {
-                line += ", \(store["unlocksToday"] as? Int ?? 0)/\(cap) unlocks today"
-            }
-            if let health = store["shieldHealth"] as? String, health != "ok" {
-                line += "\n  shield failing: \(visible(health))"
-            }
-            if let note = store["note"] as? String { line += "\n  \(visible(note))" }
+            var line = "\(visible(store.name)): " + (store.shielded ? "shielded" : "open")
+            if !store.owners.isEmpty { line += " (held by \(visible(store.owners.joined(separator: ", "))))" }
+            if let until = store.unlockedUntil { line += ", unlocked until \(visible(until))" }
+            if let until = store.emergencyUntil { line += ", emergency unlock until \(visible(until))" }
+            if let goal = store.nextGoal { line += ", \(store.steps)/\(goal) steps" }
+            if let cap = store.dailyUnlockCap { line += ", \(store.unlocksToday)/\(cap) unlocks today" }
+            if store.shieldHealth != "ok" { line += "\n  shield failing: \(visible(store.shieldHealth))" }
+            if let note = store.note { line += "\n  \(visible(note))" }
             print(line)
         }
-        if let days = answer["lastDays"] as? [[String: Any]], !days.isEmpty {
-            let parts = days.map { entry -> String in
-                let label = entry["day"] as? String ?? "?"
-                let name = StepHistory.day(from: label).map(StepHistory.weekdayName) ?? visible(label)
-                return "\(name) \(entry["steps"] as? Int ?? 0)"
+        if !status.lastDays.isEmpty {
+            let parts = status.lastDays.map { entry -> String in
+                let name = StepHistory.day(from: entry.day).map(StepHistory.weekdayName) ?? visible(entry.day)
+                return "\(name) \(entry.steps)"
             }
             print("last 7 days: \(parts.joined(separator: ", ")) (today last; 'stepgate history' for more)")
         }
-        print("emergency unlocks left this week: \(answer["emergencyRemaining"] as? Int ?? 0)")
-        if let next = answer["nextChange"] as? String { print("next change: \(visible(next))") }
-        for problem in (answer["problems"] as? [String]) ?? [] { print("problem: \(visible(problem))") }
-        if let kinds = answer["unenforcedKinds"] as? [String], !kinds.isEmpty {
-            print("not enforced on this machine: \(kinds.joined(separator: ", "))")
+        print("emergency unlocks left this week: \(status.emergencyRemaining)")
+        if let next = status.nextChange { print("next change: \(visible(next))") }
+        for problem in status.problems { print("problem: \(visible(problem))") }
+        if let kinds = status.unenforcedKinds, !kinds.isEmpty {
+            print("not enforced on this machine: \(visible(kinds.joined(separator: ", ")))")
         }
     }
 }

@@ -59,8 +59,7 @@ package enum ControlClient {
 
     /// Sends `request` and returns the answer object.
     package static func send(_ command: ControlCommand, socket path: String, timeout: Double = 35) throws
-        -> [String:
-        Any]
+        -> ControlAnswer
     {
         let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else {
@@ -99,11 +98,14 @@ package enum ControlClient {
             throw ControlSocketError(message: refusal)
         }
         sendLine(fd, command.requestLine)
-        guard let line = readLine(fd),
-            let answer = (try? JSONSerialization.jsonObject(with: Data(line.utf8))) as? [String: Any]
-        else {
-            throw ControlSocketError(message: "no valid answer from the daemon at \(path)")
+        guard let line = readLine(fd) else {
+            throw ControlSocketError(message: "no answer from the daemon at \(path)")
         }
-        return answer
+        do {
+            return try ControlAnswer(line: line)
+        } catch {
+            throw ControlSocketError(
+                message: "the daemon at \(path) answered with something that is not JSON: \(error)")
+        }
     }
 }

@@ -426,7 +426,7 @@ package final class Daemon {
     private func answer(_ request: ControlRequest) {
         let now = clock.now()
         func refuse(_ message: String) {
-            request.respond("{\"ok\":false,\"error\":\(JSONLine.quoted(message))}")
+            request.respond(ControlReply.refusal(message))
         }
         if request.command.changesPolicy && !request.isAdmin {
             return refuse(
@@ -436,7 +436,7 @@ package final class Daemon {
         }
         switch request.command {
         case .ping:
-            request.respond(#"{"ok":true}"#)
+            request.respond(ControlCoding.line(ControlReply(ok: true)))
         case .status:
             request.respond(statusJSON(now))
         case .history(let days):
@@ -447,14 +447,16 @@ package final class Daemon {
             if let error = reload() {
                 refuse("\(error); the old configuration stays in force")
             } else {
-                workers.whenDone(timeout: .seconds(5)) { request.respond(#"{"ok":true}"#) }
+                workers.whenDone(timeout: .seconds(5)) {
+                    request.respond(ControlCoding.line(ControlReply(ok: true)))
+                }
             }
         case .lock, .skip, .emergency:
             guard let command = request.command.policyCommand(by: "uid \(request.peer.uid)") else { return }
             let effects = engine.handle(.command(command), at: now)
             perform(effects)
             let notices = effects.compactMap { effect -> String? in
-                if case .notify(let notice) = effect { return JSONLine.quoted(notice.description) }
+                if case .notify(let notice) = effect { return notice.description }
                 return nil
             }
             let refused = effects.contains {
@@ -463,7 +465,7 @@ package final class Daemon {
             }
             // Answered once the shields have done what the command asked (at most 5 s: a slow
             // hook does not hold the answer), so `stepgate lock` returns with the lock in force.
-            let reply = "{\"ok\":\(!refused),\"events\":[\(notices.joined(separator: ","))]}"
+            let reply = ControlCoding.line(ControlReply(ok: !refused, events: notices))
             workers.whenDone(timeout: .seconds(5)) { request.respond(reply) }
         }
     }
@@ -498,50 +500,32 @@ package final class Daemon {
     private func statusJSON(_ now: Instant) -> String {
         let status = engine.status(at: now)
         let formatter = ISO8601DateFormatter()
-        var stores: [String] = []
-        for s in status.stores {
-            var line = JSONLine()
-            line.add("name", s.name)
-            line.add("shielded", s.shielded)
-            line.addRaw("owners", "[" + s.owners.map(JSONLine.quoted).joined(separator: ",") + "]")
-            if let until = s.unlockedUntil { line.add("unlockedUntil", formatter.string(from: until)) }
-            if let until = s.emergencyUntil { line.add("emergencyUntil", formatter.string(from: until)) }
-            line.add("steps", s.steps)
-            if let goal = s.nextGoal {
-                line.add("nextGoal", goal)
-                line.add("stepsToGo", max(0, goal - s.steps))
-            }
-            line.add("unlocksToday", s.unlocksToday)
-            if let cap = s.dailyUnlockCap { line.add("dailyUnlockCap", cap) }
-            if let note = s.note { line.add("note", note) }
-            line.add("shieldHealth", shieldFailure(s.name) ?? "ok")
-            stores.append(line.string)
+        let stores = status.stores.map { s in
+            StatusReply.Store(
+                name: s.name, shielded: s.shielded, owners: s.owners,
+                unlockedUntil: s.unlockedUntil.map(formatter.string(from:)),
+                emergencyUntil: s.emergencyUntil.map(formatter.string(from:)), steps: s.steps,
+                nextGoal: s.nextGoal, stepsToGo: s.nextGoal.map { max(0, $0 - s.steps) },
+                unlocksToday: s.unlocksToday, dailyUnlockCap: s.dailyUnlockCap, note: s.note,
+                shieldHealth: shieldFailure(s.name) ?? "ok")
         }
         let counts = input.counts.withLock { $0 }
-        var line = JSONLine()
-        line.add("ok", true)
-        line.add("input", inputState)
-        line.add("samples", counts.samples)
-        line.add("stepsSinceStart", counts.steps)
-        line.add("stepsToday", counts.today)
-        line.addRaw("lastDays", ledger.lastDaysJSON())
-        line.addRaw("stores", "[" + stores.joined(separator: ",") + "]")
-        line.add("emergencyRemaining", status.emergencyRemaining)
-        line.addRaw("problems", "[" + status.problems.map(JSONLine.quoted).joined(separator: ",") + "]")
-        if let due = wake.due {
-            let seconds = Double((due - now.monotonic).components.seconds)
-            line.add("nextChange", formatter.string(from: now.wall.addingTimeInterval(max(0, seconds))))
-        }
         // Only kinds some store selects: a machine without the exec shield is not worth a word
         // when no store names a program.
         let used = configuration.policy.stores.reduce(into: Set<Target.Kind>()) { kinds, store in
             kinds.formUnion(store.selection.targets.map(\.kind))
         }
         let missing = shields.unenforcedKinds.intersection(used).map(\.rawValue).sorted()
-        if !missing.isEmpty {
-            line.addRaw("unenforcedKinds", "[" + missing.map(JSONLine.quoted).joined(separator: ",") + "]")
+        let nextChange = wake.due.map { due in
+            let seconds = Double((due - now.monotonic).components.seconds)
+            return formatter.string(from: now.wall.addingTimeInterval(max(0, seconds)))
         }
-        return line.string
+        return ControlCoding.line(
+            StatusReply(
+                ok: true, input: inputState, samples: counts.samples, stepsSinceStart: counts.steps,
+                stepsToday: counts.today, lastDays: ledger.lastDays(), stores: stores,
+                emergencyRemaining: status.emergencyRemaining, problems: status.problems,
+                nextChange: nextChange, unenforcedKinds: missing.isEmpty ? nil : missing))
     }
 
     /// Resolves the configured executables (symlinks followed, names looked up on `PATH`).
@@ -574,19 +558,14 @@ package final class Daemon {
                 continue
             }
             let message = configuration.messages[store.name]
-            var line = JSONLine()
-            line.add("ok", true)
-            line.add("shielded", true)
-            line.add("store", store.name)
-            line.add("title", message?.title ?? "\(store.name) is shielded")
-            line.add("subtitle", message?.subtitle ?? "Walk to unlock it.")
-            if let goal = s.nextGoal { line.add("stepsToGo", max(0, goal - s.steps)) }
-            if let until = s.unlockedUntil {
-                line.add("unlockedUntil", ISO8601DateFormatter().string(from: until))
-            }
-            return line.string
+            return ControlCoding.line(
+                CheckReply(
+                    shielded: true, store: store.name, title: message?.title ?? "\(store.name) is shielded",
+                    subtitle: message?.subtitle ?? "Walk to unlock it.",
+                    stepsToGo: s.nextGoal.map { max(0, $0 - s.steps) },
+                    unlockedUntil: s.unlockedUntil.map(ISO8601DateFormatter().string(from:))))
         }
-        return #"{"ok":true,"shielded":false}"#
+        return ControlCoding.line(CheckReply(shielded: false))
     }
 
     // MARK: Producers

@@ -96,29 +96,21 @@ extension StepLedger {
         let (history, clock) = snapshot
         let (today, hour) = clock.dayAndHour(now)
         let recent = history.restricted(from: today - Int64(days) + 1, through: today)
-        var line = JSONLine()
-        line.add("ok", true)
-        line.add("zone", clock.name)
-        line.add("today", StepHistory.dayLabel(today))
-        line.add("hour", hour)
-        if let goal { line.add("goal", goal) }
-        line.addRaw(
-            "history",
-            String(decoding: recent.encoded(), as: UTF8.self).replacingOccurrences(of: "\n", with: ""))
-        return line.string
+        let head = ControlCoding.line(
+            HistoryReply(
+                ok: true, zone: clock.name, today: StepHistory.dayLabel(today), hour: hour, goal: goal))
+        // The history in its own format, as the last member.
+        let text = String(decoding: recent.encoded(), as: UTF8.self).replacingOccurrences(of: "\n", with: "")
+        return String(head.dropLast()) + ",\"history\":" + text + "}"
     }
 
     /// Today and the six days before it, oldest first: `[{"day":"YYYY-MM-DD","steps":N},…]`.
-    package func lastDaysJSON(now: Date = Date()) -> String {
+    package func lastDays(now: Date = Date()) -> [StatusReply.Day] {
         let (history, clock) = snapshot
         let today = clock.day(now)
-        let days = (today - 6...today).map { day -> String in
-            var line = JSONLine()
-            line.add("day", StepHistory.dayLabel(day))
-            line.add("steps", history.steps(onDay: day))
-            return line.string
+        return (today - 6...today).map { day in
+            StatusReply.Day(day: StepHistory.dayLabel(day), steps: history.steps(onDay: day))
         }
-        return "[" + days.joined(separator: ",") + "]"
     }
 }
 

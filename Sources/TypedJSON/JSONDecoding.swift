@@ -4,8 +4,10 @@
 /// list of allowed keys is needed. Every error is a ``JSONPathError`` with the key path.
 package enum JSONDecoding {
     /// Decodes `type` from `value`; `path` is where `value` sits in its document, for errors.
+    /// `ignoringUnknownKeys` passes over keys the type did not read (a client reading a newer
+    /// server's answers); a configuration never does.
     package static func decode<T: Decodable>(
-        _ type: T.Type, from value: JSONValue, path: String = ""
+        _ type: T.Type, from value: JSONValue, path: String = "", ignoringUnknownKeys: Bool = false
     ) throws(JSONPathError) -> T {
         let state = DecodingState()
         let result: T
@@ -18,7 +20,7 @@ package enum JSONDecoding {
         } catch {
             throw JSONPathError(path: path, message: "\(error)")
         }
-        try state.checkEveryKeyWasRead()
+        if !ignoringUnknownKeys { try state.checkEveryKeyWasRead() }
         return result
     }
 }

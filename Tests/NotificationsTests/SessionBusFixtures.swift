@@ -13,7 +13,7 @@ struct FixtureError: Error, CustomStringConvertible {
     init(_ description: String) { self.description = description }
 }
 
-/// A private `dbus-daemon --session` on a socket in a temporary folder.
+/// A private session bus (``PrivateBus``) on a socket in a temporary folder.
 final class PrivateSessionBus {
     let folder: URL
     let process = Process()
@@ -22,8 +22,9 @@ final class PrivateSessionBus {
 
     init() throws {
         folder = try TemporaryFolders.make("bus")
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/dbus-daemon")
-        process.arguments = ["--session", "--nofork", "--nopidfile", "--address=\(address)"]
+        let command = try PrivateBus.command(socket: socketPath)
+        process.executableURL = URL(fileURLWithPath: command[0])
+        process.arguments = Array(command.dropFirst())
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice
         try process.run()

@@ -1,4 +1,6 @@
+import Foundation
 import Testing
+import TypedJSON
 
 @testable import StepGateCLI
 @testable import StepGateDaemon
@@ -91,5 +93,62 @@ struct ControlCommandTests {
         #expect(!ControlCommand.check(executable: "x", resolved: nil).changesPolicy)
         #expect(ControlCommand.lock(store: "g", minutes: 1).changesPolicy)
         #expect(ControlCommand.reload.changesPolicy)
+    }
+}
+
+/// The answers: written by the server from the reply types, read back by the client into the
+/// same types with the strict decoder.
+@Suite("control replies")
+struct ControlReplyTests {
+    let status = StatusReply(
+        ok: true, input: "replay walk.csv", samples: 1200, stepsSinceStart: 40, stepsToday: 340,
+        lastDays: [.init(day: "2026-12-01", steps: 340)],
+        stores: [
+            .init(
+                name: "games/\u{1b}[2J", shielded: true, owners: ["gate"], unlockedUntil: nil,
+                emergencyUntil: nil, steps: 40, nextGoal: 100, stepsToGo: 60, unlocksToday: 0,
+                dailyUnlockCap: 3, note: nil, shieldHealth: "ok")
+        ],
+        emergencyRemaining: 2, problems: [], nextChange: "2026-12-01T18:40:00Z", unenforcedKinds: ["hook"])
+
+    @Test func aStatusAnswerReadsBackAsItWasWritten() throws {
+        let line = ControlCoding.line(status)
+        #expect(!line.contains("\n"))
+        #expect(line.contains("\\u001b"), "a control character must be escaped: \(line)")
+        let answer = try ControlAnswer(line: line)
+        #expect(answer.reply == ControlReply(ok: true))
+        #expect(try answer.decode(StatusReply.self) == status)
+    }
+
+    @Test func aNewerDaemonsExtraKeysArePassedOverButWrongTypesAreNot() throws {
+        let line = ControlCoding.line(status)
+        let newer = try ControlAnswer(line: String(line.dropLast()) + #","battery":0.8}"#)
+        #expect(try newer.decode(StatusReply.self) == status)
+        let wrong = try ControlAnswer(
+            line: line.replacingOccurrences(of: #""stepsToday":340"#, with: #""stepsToday":"340""#))
+        let error = #expect(throws: JSONPathError.self) { try wrong.decode(StatusReply.self) }
+        #expect(error?.path == "stepsToday", "\(String(describing: error))")
+        let fraction = try ControlAnswer(
+            line: line.replacingOccurrences(of: #""samples":1200"#, with: #""samples":1200.5"#))
+        #expect(throws: JSONPathError.self) { try fraction.decode(StatusReply.self) }
+    }
+
+    @Test func refusalsAndEventsAreReadFromAnyAnswer() throws {
+        #expect(
+            try ControlAnswer(line: ControlReply.refusal("no \"such\" store")).reply
+                == ControlReply(ok: false, error: "no \"such\" store"))
+        let events = ControlReply(ok: true, events: ["games: locked by uid 0 until 2026-12-01T20:00:00Z"])
+        #expect(try ControlAnswer(line: ControlCoding.line(events)).reply == events)
+        // Something that is not an answer at all is a refusal, never taken for one.
+        #expect(try ControlAnswer(line: "[1,2]").reply.ok == false)
+        #expect(try ControlAnswer(line: #"{"ok":1}"#).reply.ok == false)
+        #expect(throws: JSONPathError.self) { try ControlAnswer(line: "{not json") }
+    }
+
+    @Test func aCheckAnswerReadsBack() throws {
+        let shielded = CheckReply(
+            shielded: true, store: "games", title: "Games are shielded", subtitle: "Walk.", stepsToGo: 60)
+        #expect(try ControlAnswer(line: ControlCoding.line(shielded)).decode(CheckReply.self) == shielded)
+        #expect(ControlCoding.line(CheckReply(shielded: false)) == #"{"ok":true,"shielded":false}"#)
     }
 }

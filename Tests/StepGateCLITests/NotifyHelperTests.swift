@@ -24,12 +24,7 @@ struct NotifyHelperTests {
         let nobody = try #require(getpwnam("nobody")?.pointee)
         chown(home, nobody.pw_uid, nobody.pw_gid)
         let socket = home + "/bus"
-        let bus = try BackgroundProcess(
-            [
-                "/usr/bin/dbus-daemon", "--session", "--nofork", "--nopidfile",
-                "--address=unix:path=\(socket)",
-            ],
-            asNobody: true)
+        let bus = try BackgroundProcess(PrivateBus.command(socket: socket), asNobody: true)
         waitFor(socket)
         let monitorLog = folder.appendingPathComponent("monitor.log").path
         let monitor = try BackgroundProcess(
@@ -68,9 +63,7 @@ struct NotifyHelperTests {
         let folder = try Fixtures.temporaryFolder()
         chmod(folder.path, 0o755)
         let socket = folder.appendingPathComponent("root-bus").path
-        let bus = try BackgroundProcess([
-            "/usr/bin/dbus-daemon", "--session", "--nofork", "--nopidfile", "--address=unix:path=\(socket)",
-        ])
+        let bus = try BackgroundProcess(PrivateBus.command(socket: socket))
         defer { withExtendedLifetime(bus) {} }
         waitFor(socket)
         let nobody = try #require(getpwnam("nobody")?.pointee)

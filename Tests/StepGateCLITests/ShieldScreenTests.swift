@@ -82,11 +82,7 @@ struct ShieldScreenTests {
         let bus = Process()
         bus.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
         bus.arguments = Array(
-            asNobody([
-                "/usr/bin/dbus-daemon", "--session", "--nofork", "--nopidfile",
-                "--address=unix:path=\(busPath)",
-            ])
-            .dropFirst())
+            asNobody(try PrivateBus.command(socket: busPath)).dropFirst())
         bus.standardOutput = FileHandle.nullDevice
         bus.standardError = FileHandle.nullDevice
         try bus.run()

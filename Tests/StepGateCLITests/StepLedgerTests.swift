@@ -47,18 +47,17 @@ struct StepLedgerTests {
         let now = Date(timeIntervalSince1970: 1_764_417_600)  // 2025-11-29T12:00Z
         for back in 0..<10 { ledger.add(100 + back, now: now.addingTimeInterval(-Double(back) * 86_400)) }
         let text = ledger.historyJSON(days: 3, goal: 500, now: now)
-        let answer = try #require(try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any])
-        #expect(answer["today"] as? String == "2025-11-29")
-        #expect(answer["hour"] as? Int == 12)
+        let answer = try ControlAnswer(line: text)
+        let reply = try answer.decode(HistoryReply.self)
+        #expect(reply.today == "2025-11-29")
+        #expect(reply.hour == 12)
         let report = try HistoryReport(answer: answer, days: 3, grouping: .day, goal: nil)
         #expect(report.buckets.map(\.steps) == [102, 101, 100])
         #expect(report.goal == 500)
-        let days = try #require(
-            try JSONSerialization.jsonObject(with: Data(ledger.lastDaysJSON(now: now).utf8))
-                as? [[String: Any]])
+        let days = ledger.lastDays(now: now)
         #expect(days.count == 7)
-        #expect(days.last?["day"] as? String == "2025-11-29" && days.last?["steps"] as? Int == 100)
-        #expect(days.first?["steps"] as? Int == 106)
+        #expect(days.last == StatusReply.Day(day: "2025-11-29", steps: 100))
+        #expect(days.first?.steps == 106)
     }
 
     @Test func theReportDrawsBarsTheGoalAndToday() throws {

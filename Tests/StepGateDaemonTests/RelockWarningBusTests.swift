@@ -21,9 +21,7 @@ private final class TestBus {
     init() throws {
         folder = try Fixtures.temporaryFolder()
         let socket = folder.appendingPathComponent("bus-\(geteuid())").path
-        bus = try BackgroundProcess([
-            "/usr/bin/dbus-daemon", "--session", "--nofork", "--nopidfile", "--address=unix:path=\(socket)",
-        ])
+        bus = try BackgroundProcess(PrivateBus.command(socket: socket))
         for _ in 0..<300 where !FileManager.default.fileExists(atPath: socket) { usleep(10_000) }
         usleep(300_000)  // the file appears at bind(), a moment before listen()
         monitorLog = folder.appendingPathComponent("monitor.log").path
