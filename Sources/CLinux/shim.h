@@ -107,18 +107,22 @@ static inline int stepgate_thread_policy(void) {
 #include <sys/wait.h>
 #include <signal.h>
 
-// Sends `sig` to every process that user `uid` may signal (kill(-1) as that user: all of the
-// user's processes but the sender), from a child made with vfork that takes the user's ids by
-// raw system calls. The kernel sends a kill(-1) signal to a process being forked as well as to
-// the new child, so no process of the user escapes it by forking. 0 on success, an errno value
-// otherwise (ESRCH: the user has no process).
+// Sends `sig` to every process of user `uid` (kill(-1) with that user's id as the effective
+// one: all of the user's processes but the sender), from a child made with vfork that takes the
+// ids by raw system calls. The kernel sends a kill(-1) signal to a process being forked as well
+// as to the new child, so no process of the user escapes it by forking. The child's real and
+// saved ids are `stranger`, a uid no process has: the user's processes may not signal it (a
+// user could otherwise stop it and hold the caller in vfork for good), and its kill(-1) reaches
+// only the user's processes (a real id of 0 would reach root's too). 0 on success, an errno
+// value otherwise (ESRCH: the user has no process).
 static inline int stepgate_signal_every_process_of(unsigned int uid, unsigned int gid, int sig) {
+    const unsigned int stranger = 4294967294u; // (uid_t)-2
     pid_t child = vfork();
     if (child < 0) return errno;
     if (child == 0) {
         if (syscall(SYS_setgroups, 0, (void *)0) != 0) _exit(120);
         if (syscall(SYS_setresgid, gid, gid, gid) != 0) _exit(121);
-        if (syscall(SYS_setresuid, uid, uid, uid) != 0) _exit(122);
+        if (syscall(SYS_setresuid, stranger, uid, stranger) != 0) _exit(122);
         long result = syscall(SYS_kill, -1, sig);
         _exit(result == 0 ? 0 : errno == ESRCH ? 3 : 4);
     }
@@ -176,5 +180,35 @@ static inline int stepgate_next_file_mapping(int fd, uint64_t *address, uint32_t
     *major = query.dev_major;
     *minor = query.dev_minor;
     *inode = query.inode;
+    return 0;
+}
+
+#include <stdio.h>
+
+// The fields of the kernel's `struct statx` (<linux/stat.h>) that are read here; 256 bytes.
+struct stepgate_statx {
+    uint32_t mask, blksize;
+    uint64_t attributes;
+    uint32_t nlink, uid, gid;
+    uint16_t mode, spare0;
+    uint64_t ino, size, blocks, attributes_mask;
+    uint64_t times[8];
+    uint32_t rdev_major, rdev_minor, dev_major, dev_minor;
+    uint64_t spare[14];
+};
+
+// The device (major, minor) and inode of the program process `pid` runs (`/proc/PID/exe`),
+// from the kernel's cached attributes (AT_STATX_DONT_SYNC: a file on a network or FUSE mount
+// is not asked, so a server that never answers cannot stall the caller). 0 on success, an
+// errno value otherwise.
+static inline int stepgate_exe_identity(int pid, uint32_t *major, uint32_t *minor, uint64_t *inode) {
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/exe", pid);
+    struct stepgate_statx info;
+    // AT_FDCWD, AT_STATX_DONT_SYNC | AT_NO_AUTOMOUNT, STATX_INO
+    if (syscall(SYS_statx, -100, path, 0x4000 | 0x800, 0x100, &info) != 0) return errno;
+    *major = info.dev_major;
+    *minor = info.dev_minor;
+    *inode = info.ino;
     return 0;
 }

@@ -346,6 +346,8 @@ public final class ExecDenyShield: Shield {
         /// Found, but gone before the stop reached it: a program forking away (or one that
         /// ended just then).
         var vanished: [RunningProcess] = []
+        /// Every process stopped (and, with `kill`, killed).
+        var stopped: Set<RunningProcess> = []
     }
 
     /// Stops every process `find` reports, the moment it is found (a stopped process cannot
@@ -356,22 +358,30 @@ public final class ExecDenyShield: Shield {
         var stopped: Set<RunningProcess> = []
         var sweep = Sweep()
         var quiet = 0
-        func stop(_ process: RunningProcess) {
-            guard stopped.insert(process).inserted else { return }
-            if process.signal(SIGSTOP) {
-                if process.state != "T" { sweep.running.append(process) }
-                for child in process.children { stop(child) }
-                // Its children are held: it may go.
-                if kill { process.signal(SIGKILL) }
-            } else {
-                sweep.vanished.append(process)
+        // A work list, not recursion: a chain of tens of thousands of processes (pid_max is 4
+        // million on many systems) must not overflow the reaper's stack.
+        func stop(_ found: RunningProcess) {
+            var pending = [found]
+            var stoppedHere: [RunningProcess] = []
+            while let process = pending.popLast() {
+                guard stopped.insert(process).inserted else { continue }
+                if process.signal(SIGSTOP) {
+                    if process.state != "T" { sweep.running.append(process) }
+                    stoppedHere.append(process)
+                    pending += process.children
+                } else if process.pid == found.pid {
+                    sweep.vanished.append(process)
+                }
             }
+            // Their children are held: they may go.
+            if kill { for process in stoppedHere { process.signal(SIGKILL) } }
         }
         for _ in 0..<50 where quiet < 3 {
             let before = stopped.count
             find { stop($0) }
             quiet = stopped.count == before ? quiet + 1 : 0
         }
+        sweep.stopped = stopped
         return sweep
     }
 

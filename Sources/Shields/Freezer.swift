@@ -79,36 +79,58 @@ struct Freezer {
 
     /// Runs `body` with `members` held still: their cgroups frozen where that can be done, and
     /// of the rest, those of the users `stopping` stopped (every process of theirs). Waits up to
-    /// `settle` for the freeze to take. Returns which members were not held.
+    /// `settle` for the freeze to take. A cgroup is frozen only when it is the user's slice or
+    /// every process in it is gated (not root's, not `privilegedGroup`'s). `body` returns the processes it stopped itself: they
+    /// stay stopped when the users' other processes go on. Returns which members were not held.
     @discardableResult
     static func holding(
-        _ members: [Member], stopping: Set<UInt32>, settle: Duration = .milliseconds(200), _ body: () -> Void
+        _ members: [Member], stopping: Set<UInt32>, privilegedGroup: UInt32? = nil,
+        settle: Duration = .milliseconds(200), keeping body: () -> Set<RunningProcess>
     ) -> [Member] {
         var groups: Set<String> = []
         var loose: [Member] = []
         if let mount {
+            // A process forked since the members were listed is not among them: its
+            // credentials tell.
+            let known = Set(members.map(\.process.pid))
+            let gated = { (pid: Int32) in
+                known.contains(pid)
+                    || ProcessCredentials(pid: pid).map { !$0.isPrivileged(group: privilegedGroup) } ?? true
+            }
+            var safe: [String: Bool] = [:]
             for member in members {
-                if let path = cgroup(of: member.process.pid), let target = target(path: path, uid: member.uid)
-                {
-                    groups.insert(mount + target)
-                } else {
+                guard let path = cgroup(of: member.process.pid),
+                    let target = target(path: path, uid: member.uid)
+                else {
                     loose.append(member)
+                    continue
                 }
+                // The user's own slice, or a cgroup holding only gated processes: another
+                // user's or root's process is never frozen with them.
+                let ok =
+                    safe[target]
+                    ?? (target.hasSuffix("/user-\(member.uid).slice") || onlyHolds(gated, mount + target))
+                safe[target] = ok
+                if ok { groups.insert(mount + target) } else { loose.append(member) }
             }
         } else {
             loose = members
         }
         var frozen: [String] = []
-        if !groups.isEmpty { _ = writeLedger(groups.sorted()) }
-        for group in groups.sorted() where write("1", to: group + "/cgroup.freeze") {
+        // One frozen already (by root, or by systemd around a suspend) holds its processes
+        // still as it is, and is left as it was found.
+        let freezing = groups.sorted().filter { !isFrozenByRequest($0) }
+        if !freezing.isEmpty { _ = writeLedger(freezing) }
+        for group in freezing where write("1", to: group + "/cgroup.freeze") {
             frozen.append(group)
         }
         defer {
             for group in frozen.reversed() { _ = write("0", to: group + "/cgroup.freeze") }
-            if !groups.isEmpty { unlink(ledger) }
+            if !freezing.isEmpty { unlink(ledger) }
         }
         // Users stopped, and their processes that were stopped before (they stay so).
         var stopped: [(uid: UInt32, before: Set<RunningProcess>)] = []
+        var kept: Set<RunningProcess> = []
         var users: [UInt32: UInt32] = [:]
         for member in loose where member.uid != 0 && stopping.contains(member.uid) {
             users[member.uid] = member.gid
@@ -119,7 +141,8 @@ struct Freezer {
         }
         defer {
             for (uid, before) in stopped {
-                for process in processes(of: uid) where process.state == "T" && !before.contains(process) {
+                for process in processes(of: uid)
+                where process.state == "T" && !before.contains(process) && !kept.contains(process) {
                     process.signal(SIGCONT)
                 }
             }
@@ -136,7 +159,7 @@ struct Freezer {
                 usleep(2_000)
             }
         }
-        body()
+        kept = body()
         let stoppedUsers = Set(stopped.map(\.uid))
         return loose.filter { !stoppedUsers.contains($0.uid) }
     }
@@ -175,6 +198,34 @@ struct Freezer {
             else { return nil }
             return RunningProcess(pid: pid)
         }
+    }
+
+    /// Whether every process in `group` and the cgroups below it is `gated` (one gone counts as
+    /// gated).
+    static func onlyHolds(_ gated: (Int32) -> Bool, _ group: String) -> Bool {
+        guard let text = ProcFile.read(group + "/cgroup.procs", limit: 1 << 22), text.complete else {
+            return false
+        }
+        for word in text.bytes.split(separator: UInt8(ascii: "\n")) {
+            guard let pid = ProcFile.number(word), pid <= Int32.max, gated(Int32(pid)) else { return false }
+        }
+        // Child cgroups are the folders (every control file is a plain file).
+        for child in (try? FileManager.default.contentsOfDirectory(atPath: group)) ?? [] {
+            var isFolder: ObjCBool = false
+            let path = group + "/" + child
+            if FileManager.default.fileExists(atPath: path, isDirectory: &isFolder), isFolder.boolValue,
+                !onlyHolds(gated, path)
+            {
+                return false
+            }
+        }
+        return true
+    }
+
+    /// Whether `group` was asked to be frozen (`cgroup.freeze` reads 1).
+    static func isFrozenByRequest(_ group: String) -> Bool {
+        guard let text = ProcFile.read(group + "/cgroup.freeze", limit: 16) else { return false }
+        return text.bytes.first == UInt8(ascii: "1")
     }
 
     /// Whether `cgroup.events` of `group` says it is frozen.

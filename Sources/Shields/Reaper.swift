@@ -170,7 +170,13 @@ final class Reaper: Sendable {
                     // The first time, with the gated users held still: a program forking away
                     // is where the scan looks for it.
                     state.withLock { $0.stores[store.name]?.held = true }
-                    Freezer.holding(gatedMembers(), stopping: store.forkingAway) { result = sweep() }
+                    // What it stops stays stopped (`stop` mode) when the users go on.
+                    Freezer.holding(
+                        gatedMembers(), stopping: store.forkingAway, privilegedGroup: privilegedGroup,
+                        keeping: {
+                            result = sweep()
+                            return result.stopped
+                        })
                 } else {
                     result = sweep()
                 }
@@ -181,9 +187,9 @@ final class Reaper: Sendable {
                 let uids = Set(escaped.compactMap { users[$0.pid]?.uid })
                 if !uids.isEmpty, current(store) {
                     state.withLock { $0.stores[store.name]?.forkingAway.formUnion(uids) }
-                    Freezer.holding(gatedMembers().filter { uids.contains($0.uid) }, stopping: uids) {
-                        _ = sweep()
-                    }
+                    Freezer.holding(
+                        gatedMembers().filter { uids.contains($0.uid) }, stopping: uids,
+                        privilegedGroup: privilegedGroup, keeping: { sweep().stopped })
                 }
             } else {
                 // Each as soon as it is found.

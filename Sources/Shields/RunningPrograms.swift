@@ -144,7 +144,7 @@ struct RunningProcess: Hashable, Sendable {
                 long.append(pid)
                 continue
             }
-            guard mapped || named || (deep && descriptors.held(by: pid) != nil),
+            guard mapped || named || shielded.executes(pid) || (deep && descriptors.held(by: pid) != nil),
                 let process = RunningProcess(pid: pid)
             else { continue }
             report(process)  // at once: the caller may stop it before the scan goes on
@@ -152,7 +152,7 @@ struct RunningProcess: Hashable, Sendable {
         }
         for pid in long {
             let matches =
-                shielded.mappedLong(by: pid) || shielded.named(by: pid) == true
+                shielded.mappedLong(by: pid) || shielded.named(by: pid) == true || shielded.executes(pid)
                 || (deep && descriptors.held(by: pid) != nil)
             guard matches, let process = RunningProcess(pid: pid) else { continue }
             report(process)
@@ -419,6 +419,25 @@ struct ShieldedFiles {
             }
             return false
         }
+    }
+
+    /// Whether the process runs one of the files (`/proc/PID/exe`): compared by device and inode
+    /// from the kernel's cached attributes (no file system is asked), or, for a file replaced
+    /// since, by the link's text (`PATH (deleted)`). A program that copies its own mappings to
+    /// anonymous memory, so that its map names no file, still has the file as its executable.
+    func executes(_ pid: Int32) -> Bool {
+        var major: UInt32 = 0
+        var minor: UInt32 = 0
+        var inode: UInt64 = 0
+        if inodes.isEmpty == false, stepgate_exe_identity(pid, &major, &minor, &inode) == 0,
+            inodes.contains(inode),
+            files.contains(
+                .init(device: RunningProcess.makeDevice(UInt64(major), UInt64(minor)), inode: inode))
+        {
+            return true
+        }
+        guard !replaced.isEmpty, let link = ProcFile.link("/proc/\(pid)/exe") else { return false }
+        return replaced.contains(link)
     }
 
     /// Whether an argument on the process's command line (`/proc/PID/cmdline`) names one of the

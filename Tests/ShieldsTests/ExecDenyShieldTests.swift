@@ -656,9 +656,12 @@ struct ExecDenyShieldTests {
                 let members = Freezer.processes(of: 65534).map {
                     Freezer.Member(process: $0, uid: 65534, gid: 65534)
                 }
-                Freezer.holding(members, stopping: [65534]) {
-                    for process in RunningProcess.running([gameID]) { process.signal(SIGKILL) }
-                }
+                Freezer.holding(
+                    members, stopping: [65534],
+                    keeping: {
+                        for process in RunningProcess.running([gameID]) { process.signal(SIGKILL) }
+                        return []
+                    })
             }
             if let cgroup { rmdir(cgroup) }
         }
@@ -677,6 +680,109 @@ struct ExecDenyShieldTests {
         #expect(silent >= 5, "still running 10 s after the relock")
         print(
             "forking game ended \(ContinuousClock.now - relocked) after the relock (1 s of silence included)")
+    }
+
+    /// Found by an attack: a game whose own mappings were copied to anonymous memory (a preloaded
+    /// library, or gdb, replaced each with a copy), so its map names no file, and which then
+    /// forked and let the parent, the recorded opener, exit, ran on after the relock (started
+    /// under another name, `exec -a`, so its command line did not name it). Its executable is
+    /// still the game.
+    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/setpriv"), "needs setpriv"))
+    func aGameCopiedToAnonymousMemoryThatForksAwayIsEndedAtRelock() throws {
+        guard let compiler = cCompiler() else {
+            print("skipped: no C compiler (clang or cc) to build the game")
+            return
+        }
+        chmod(folder.path, 0o755)
+        let game = folder.appendingPathComponent("copiedgame").path
+        let library = folder.appendingPathComponent("copy.so").path
+        let beats = folder.appendingPathComponent("copied-beats").path
+        // The game appends a byte to the file named first every 20 ms.
+        let gameSource = """
+            #include <fcntl.h>
+            #include <unistd.h>
+            int main(int argc, char **argv) {
+                int beats = open(argv[1], O_WRONLY | O_APPEND);
+                for (;;) { write(beats, "x", 1); usleep(20000); }
+            }
+            """
+        // Before main: each mapping of the executable becomes an anonymous copy moved over it;
+        // then the process forks and the parent exits.
+        let librarySource = """
+            #define _GNU_SOURCE
+            #include <stdio.h>
+            #include <string.h>
+            #include <sys/mman.h>
+            #include <unistd.h>
+            __attribute__((constructor)) static void copy_and_leave(void) {
+                char exe[4096], line[8192];
+                ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+                if (n <= 0) return;
+                exe[n] = 0;
+                unsigned long from[32], to[32];
+                char modes[32][5];
+                int count = 0;
+                FILE *maps = fopen("/proc/self/maps", "r");
+                while (maps && count < 32 && fgets(line, sizeof line, maps)) {
+                    char path[4096] = "";
+                    if (sscanf(line, "%lx-%lx %4s %*s %*s %*s %4095[^\\n]", &from[count], &to[count],
+                               modes[count], path) == 4 && strcmp(path, exe) == 0) count++;
+                }
+                if (maps) fclose(maps);
+                for (int i = 0; i < count; i++) {
+                    size_t length = to[i] - from[i];
+                    int prot = (modes[i][0] == 'r' ? PROT_READ : 0) | (modes[i][1] == 'w' ? PROT_WRITE : 0)
+                        | (modes[i][2] == 'x' ? PROT_EXEC : 0);
+                    void *copy = mmap(0, length, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+                    if (prot & PROT_READ) memcpy(copy, (void *)from[i], length);
+                    mprotect(copy, length, prot);
+                    mremap(copy, length, length, MREMAP_MAYMOVE | MREMAP_FIXED, (void *)from[i]);
+                }
+                if (fork() > 0) _exit(0);
+                setsid();
+            }
+            """
+        try gameSource.write(toFile: game + ".c", atomically: true, encoding: .utf8)
+        try librarySource.write(toFile: library + ".c", atomically: true, encoding: .utf8)
+        #expect(try runProcess(compiler, ["-O1", "-o", game, game + ".c"]).status == 0)
+        #expect(
+            try runProcess(compiler, ["-O1", "-shared", "-fPIC", "-o", library, library + ".c"]).status == 0)
+        #expect(FileManager.default.createFile(atPath: beats, contents: nil))
+        chown(beats, 65534, 65534)
+        var info = stat()
+        stat(game, &info)
+        let gameID = ExecDenyShield.FileID(device: UInt64(info.st_dev), inode: UInt64(info.st_ino))
+        // Under another name: the command line does not name the game either.
+        let started = try startAsNobody([
+            "/bin/bash", "-c", "LD_PRELOAD='\(library)' exec -a notagame '\(game)' '\(beats)'",
+        ])
+        func beating() -> Bool {
+            let before = (try? FileManager.default.attributesOfItem(atPath: beats)[.size] as? Int) ?? 0
+            usleep(200_000)
+            let after = (try? FileManager.default.attributesOfItem(atPath: beats)[.size] as? Int) ?? 0
+            return after > before
+        }
+        let ofNobody = { (pid: Int32) in ProcessCredentials(pid: pid)?.uids.first == 65534 }
+        defer {
+            // `started` (bash, then the game) exits by itself at the fork.
+            withExtendedLifetime(started) {}
+            for process in RunningProcess.running([gameID], include: ofNobody) { process.signal(SIGKILL) }
+        }
+        #expect(beating(), "the game did not start")
+        // Its map names the game no more.
+        let shielded = ShieldedFiles([gameID], paths: [game])
+        let copies = (ProcFile.numbers(in: "/proc") ?? []).filter { ofNobody($0) && shielded.executes($0) }
+        #expect(copies.count == 1)
+        #expect(copies.allSatisfy { shielded.mapped(by: $0) == false }, "the game's map still names it")
+
+        let shield = try ExecDenyShield(gracePeriod: .milliseconds(300))
+        try shield.apply([Target(kind: .executable, value: game)], context: ShieldContext(store: "games"))
+        var silent = 0
+        for _ in 0..<40 where silent < 5 {
+            _ = shield.recheck()
+            silent = beating() ? 0 : silent + 1
+        }
+        #expect(silent >= 5, "still running 8 s after the relock")
     }
 
     /// Found by an attack: 300 gated processes whose memory maps were made some 16 MB long each

@@ -86,10 +86,13 @@ struct FreezerTests {
         }
         var frozenInside = false
         var stateInside: Character?
-        let loose = Freezer.holding([try member(spinning)], stopping: []) {
-            frozenInside = Freezer.isFrozen(cgroup)
-            stateInside = RunningProcess(pid: spinning.processIdentifier)?.state
-        }
+        let loose = Freezer.holding(
+            [try member(spinning)], stopping: [],
+            keeping: {
+                frozenInside = Freezer.isFrozen(cgroup)
+                stateInside = RunningProcess(pid: spinning.processIdentifier)?.state
+                return []
+            })
         #expect(loose.isEmpty)
         #expect(frozenInside)
         #expect(stateInside != "T", "frozen, not stopped: the parent sees nothing")
@@ -109,6 +112,103 @@ struct FreezerTests {
         #expect(!FileManager.default.fileExists(atPath: Freezer.ledger))
     }
 
+    /// Found by an attack: a cgroup that a gated process shares with root's (a cron job's,
+    /// without pam_systemd) was frozen with root's process in it, for as long as the user could
+    /// make the scan take; and a cgroup root had frozen was thawed after the scan.
+    @Test func neitherACgroupSharedWithRootNorOneFrozenByRootIsTouched() throws {
+        guard let mount = Freezer.mount, FileManager.default.isWritableFile(atPath: mount) else {
+            print("skipped: no writable cgroup v2 hierarchy")
+            return
+        }
+        let shared = mount + "/stepgate-test-\(UUID().uuidString)"
+        let frozen = mount + "/stepgate-test-\(UUID().uuidString)"
+        #expect(mkdir(shared, 0o755) == 0 && mkdir(frozen, 0o755) == 0)
+        defer {
+            rmdir(shared)
+            rmdir(frozen)
+        }
+        let gated = try spinner(in: shared)
+        let roots = Process()
+        roots.executableURL = URL(fileURLWithPath: "/bin/sh")
+        roots.arguments = [
+            "-c", "echo $$ > '\(shared)/cgroup.procs' && exec /bin/sh -c 'while :; do :; done'",
+        ]
+        try roots.run()
+        let held = try spinner(in: frozen)
+        defer {
+            for process in [gated, roots, held] {
+                kill(process.processIdentifier, SIGKILL)
+                process.waitUntilExit()
+            }
+        }
+        for _ in 0..<100
+        where Freezer.cgroup(of: roots.processIdentifier) != String(shared.dropFirst(mount.count)) {
+            usleep(10_000)
+        }
+        let freeze = try #require(FileHandle(forWritingAtPath: frozen + "/cgroup.freeze"))
+        try freeze.write(contentsOf: Data("1".utf8))
+        try freeze.close()
+        defer {
+            if let thaw = FileHandle(forWritingAtPath: frozen + "/cgroup.freeze") {
+                try? thaw.write(contentsOf: Data("0".utf8))
+                try? thaw.close()
+            }
+        }
+        var sharedFrozen = true
+        let loose = Freezer.holding(
+            [try member(gated), try member(held)], stopping: [],
+            keeping: {
+                sharedFrozen = Freezer.isFrozen(shared)
+                return []
+            })
+        #expect(!sharedFrozen, "root's process was frozen with the gated one")
+        #expect(loose.map(\.process.pid) == [gated.processIdentifier])
+        #expect(Freezer.isFrozenByRequest(frozen), "a cgroup root froze was thawed")
+    }
+
+    /// Found by an attack: the helper that stops every process of a user ran as that user for
+    /// a moment, and the user, stopping all of their own processes in a loop (`kill -STOP -1`),
+    /// stopped it too: the reaper waited on it for good. (A uid of its own here, so that the
+    /// loop stops no other test's processes.)
+    @Test func aUserStoppingEverythingOfTheirsCannotHoldTheStop() throws {
+        let uid: UInt32 = 4242
+        func start(_ script: String) throws -> Process {
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
+            process.arguments = [
+                "--reuid=\(uid)", "--regid=\(uid)", "--clear-groups", "/bin/sh", "-c", script,
+            ]
+            try process.run()
+            return process
+        }
+        let spinning = try start("while :; do :; done")
+        let stopper = try start("while :; do kill -STOP -1 2>/dev/null; done")
+        defer {
+            kill(stopper.processIdentifier, SIGKILL)
+            for process in Freezer.processes(of: uid) { process.signal(SIGKILL) }
+            // A helper held by the loop (before the fix) goes on, so the test can end.
+            for process in RunningProcess.withDescendants([RunningProcess(pid: getpid())!])
+            where process.state == "T" {
+                process.signal(SIGCONT)
+            }
+            spinning.waitUntilExit()
+        }
+        for _ in 0..<100 where ProcessCredentials(pid: spinning.processIdentifier)?.uids.first != uid {
+            usleep(10_000)
+        }
+        let member = Freezer.Member(
+            process: try #require(RunningProcess(pid: spinning.processIdentifier)), uid: uid, gid: uid)
+        let done = DispatchSemaphore(value: 0)
+        let rounds = 200
+        DispatchQueue.global().async {
+            for _ in 0..<rounds {
+                Freezer.holding([member], stopping: [uid], settle: .milliseconds(5), keeping: { [] })
+            }
+            done.signal()
+        }
+        #expect(done.wait(timeout: .now() + 60) == .success, "the stop helper was held by the user")
+    }
+
     @Test func aUserInNoCgroupOfItsOwnIsStoppedOnlyWhenAsked() throws {
         let spinning = try spinner()
         let stoppedBefore = try spinner()
@@ -122,17 +222,23 @@ struct FreezerTests {
         usleep(50_000)
         let members = [try member(spinning), try member(stoppedBefore)]
         var state: Character?
-        let loose = Freezer.holding(members, stopping: []) {
-            state = RunningProcess(pid: spinning.processIdentifier)?.state
-        }
+        let loose = Freezer.holding(
+            members, stopping: [],
+            keeping: {
+                state = RunningProcess(pid: spinning.processIdentifier)?.state
+                return []
+            })
         guard loose.count == 2 else {
             print("skipped: this test's processes are in a cgroup that can be frozen")
             return
         }
         #expect(state == "R", "stopped though not asked")
-        let held = Freezer.holding(members, stopping: [65534]) {
-            state = RunningProcess(pid: spinning.processIdentifier)?.state
-        }
+        let held = Freezer.holding(
+            members, stopping: [65534],
+            keeping: {
+                state = RunningProcess(pid: spinning.processIdentifier)?.state
+                return []
+            })
         #expect(held.isEmpty)
         #expect(state == "T")
         usleep(50_000)
@@ -140,5 +246,18 @@ struct FreezerTests {
         #expect(
             RunningProcess(pid: stoppedBefore.processIdentifier)?.state == "T",
             "what was stopped before goes on")
+
+        // What the body stops on purpose (the `stop` mode's finds) stays stopped.
+        kill(stoppedBefore.processIdentifier, SIGCONT)
+        Freezer.holding(
+            members, stopping: [65534],
+            keeping: {
+                let found = members[0].process
+                kill(found.pid, SIGSTOP)
+                return [found]
+            })
+        usleep(50_000)
+        #expect(RunningProcess(pid: spinning.processIdentifier)?.state == "T", "a find of the body went on")
+        #expect(RunningProcess(pid: stoppedBefore.processIdentifier)?.state == "R")
     }
 }
