@@ -483,6 +483,11 @@ package final class Daemon {
         {
             log.warning("reload: input, control socket and state directory changes take effect on restart")
         }
+        if fresh.shieldSettings != configuration.shieldSettings {
+            log.warning(
+                "reload: changes to 'shields' and 'adminGroup' (running programs, grace period, files, hooks) "
+                    + "take effect on restart (systemctl restart stepgate)")
+        }
         configuration.policy = fresh.policy
         configuration.messages = fresh.messages
         if fresh.notifications != configuration.notifications {

@@ -79,6 +79,17 @@ package struct DaemonConfiguration {
     /// Desktop notices (see ``NoticeSettings``).
     package var notifications = NoticeSettings()
 
+    /// The shield settings (`shields`, `adminGroup`) as text, to tell whether a reload changed
+    /// them: the shields are made at start, so such a change takes effect on restart.
+    package var shieldSettings: String {
+        let parts: [Any?] = [
+            execShield, applicationDirectories, running.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" },
+            runningDefault, graceSeconds, adminGroup, systemctl, domains.map { "\($0)" }, browserPolicies,
+            browserPolicyRoot, nftables, hooks.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" },
+        ]
+        return parts.map { "\(String(describing: $0))" }.joined(separator: "|")
+    }
+
     package static let keys: Set<String> = [
         "input", "detector", "policy", "stateDirectory", "controlSocket", "adminGroup", "shields", "messages",
         "notifications",
