@@ -83,7 +83,8 @@ package struct DaemonConfiguration {
     /// them: the shields are made at start, so such a change takes effect on restart.
     package var shieldSettings: String {
         let parts: [Any?] = [
-            execShield, applicationDirectories, running.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" },
+            execShield, applicationDirectories,
+            running.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" },
             runningDefault, graceSeconds, adminGroup, systemctl, domains.map { "\($0)" }, browserPolicies,
             browserPolicyRoot, nftables, hooks.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" },
         ]
