@@ -23,6 +23,14 @@ private func startAsNobody(_ arguments: [String]) throws -> Process {
     return process
 }
 
+/// Whether the file at `path` grows within 200 ms (a game's heartbeat).
+private func isGrowing(_ path: String) -> Bool {
+    let size = { (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? 0 }
+    let before = size()
+    usleep(200_000)
+    return size() > before
+}
+
 /// A C compiler: the Swift toolchain's clang, or the system's `cc`.
 private func cCompiler() -> URL? {
     ["/usr/bin/clang", "/usr/bin/cc", "/opt/swift/usr/bin/clang"]
@@ -644,12 +652,7 @@ struct ExecDenyShieldTests {
         started.executableURL = URL(fileURLWithPath: "/bin/sh")
         started.arguments = ["-c", "\(enter)exec setpriv \(nobody) '\(game)' \(life) '\(beats)'"]
         try started.run()
-        func beating() -> Bool {
-            let before = (try? FileManager.default.attributesOfItem(atPath: beats)[.size] as? Int) ?? 0
-            usleep(200_000)
-            let after = (try? FileManager.default.attributesOfItem(atPath: beats)[.size] as? Int) ?? 0
-            return after > before
-        }
+        func beating() -> Bool { isGrowing(beats) }
         defer {
             // Held still (stopped outright if need be), then killed.
             for _ in 0..<5 where beating() {
@@ -756,12 +759,7 @@ struct ExecDenyShieldTests {
         let started = try startAsNobody([
             "/bin/bash", "-c", "LD_PRELOAD='\(library)' exec -a notagame '\(game)' '\(beats)'",
         ])
-        func beating() -> Bool {
-            let before = (try? FileManager.default.attributesOfItem(atPath: beats)[.size] as? Int) ?? 0
-            usleep(200_000)
-            let after = (try? FileManager.default.attributesOfItem(atPath: beats)[.size] as? Int) ?? 0
-            return after > before
-        }
+        func beating() -> Bool { isGrowing(beats) }
         let ofNobody = { (pid: Int32) in ProcessCredentials(pid: pid)?.uids.first == 65534 }
         defer {
             // `started` (bash, then the game) exits by itself at the fork.

@@ -79,35 +79,17 @@ struct ShieldScreenTests {
 
         // 2. A real session bus of the user's, watched by dbus-monitor: a launcher retrying in
         //    a loop puts exactly one shield screen there.
-        let bus = Process()
-        bus.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
-        bus.arguments = Array(
-            asNobody(try PrivateBus.command(socket: busPath)).dropFirst())
-        bus.standardOutput = FileHandle.nullDevice
-        bus.standardError = FileHandle.nullDevice
-        try bus.run()
-        defer {
-            kill(bus.processIdentifier, SIGKILL)
-            bus.waitUntilExit()
-        }
+        let bus = try BackgroundProcess(PrivateBus.command(socket: busPath), asNobody: true)
         for _ in 0..<300 where !FileManager.default.fileExists(atPath: busPath) { usleep(10_000) }
         usleep(300_000)  // the file appears at bind(), a moment before listen()
         let monitorLog = folder.appendingPathComponent("monitor.log").path
-        _ = FileManager.default.createFile(atPath: monitorLog, contents: nil)
-        let monitor = Process()
-        monitor.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
-        monitor.arguments = Array(
-            asNobody([
+        let monitor = try BackgroundProcess(
+            [
                 "/usr/bin/dbus-monitor", "--address", "unix:path=\(busPath)",
                 "interface='org.freedesktop.Notifications'",
-            ]).dropFirst())
-        monitor.standardOutput = FileHandle(forWritingAtPath: monitorLog)
-        monitor.standardError = FileHandle.nullDevice
-        try monitor.run()
-        defer {
-            kill(monitor.processIdentifier, SIGKILL)
-            monitor.waitUntilExit()
-        }
+            ],
+            asNobody: true, output: monitorLog)
+        defer { withExtendedLifetime((bus, monitor)) {} }
         func seen() -> String { (try? String(contentsOfFile: monitorLog, encoding: .utf8)) ?? "" }
         for _ in 0..<300 where seen().isEmpty { usleep(10_000) }
         usleep(3_200_000)  // past the rate limit (2 s) of the first phase's notice
