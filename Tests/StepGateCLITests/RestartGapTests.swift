@@ -89,7 +89,7 @@ private func spawnDaemon(config: String, notify: String, passing stored: Int32?,
     return pid
 }
 
-@Suite("restart gap", .timeLimit(.minutes(2)))
+@Suite("restart gap", .timeLimit(.minutes(4)))
 struct RestartGapTests {
     /// A crash (or a restart on upgrade) must not open the exec shield: with the fanotify group
     /// in systemd's file descriptor store, the marks outlive the daemon, an open of the shielded
