@@ -214,7 +214,7 @@ final class Reaper: Sendable {
                     for process in processes { process.signal(SIGSTOP) }
                     for process in processes { process.signal(SIGKILL) }
                 } else {
-                    _ = act(on: processes, store.action)
+                    act(on: processes, store.action)
                 }
             }
         }
@@ -242,13 +242,14 @@ final class Reaper: Sendable {
                 process.signal(SIGSTOP)
                 process.signal(SIGKILL)
             } else {
-                _ = act(on: [process], store.action)
+                act(on: [process], store.action)
             }
         }
         state.withLock { $0.cursor = index }
     }
 
     /// Acts on `processes` for `action`; returns those gone before the signal reached them.
+    @discardableResult
     private func act(on processes: [RunningProcess], _ action: RunningProgramAction) -> [RunningProcess] {
         var warned: [RunningProcess] = []
         var gone: [RunningProcess] = []
