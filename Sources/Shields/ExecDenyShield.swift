@@ -22,12 +22,16 @@ public import UnlockPolicy
 /// let an open through unanswered, and a user can block as many opens as they have tasks. If
 /// StepGate dies, the kernel closes the fanotify group and allows everything.
 ///
-/// While a store is unlocked, its files carry notification marks instead (`FAN_OPEN`,
-/// `FAN_OPEN_EXEC`: nothing waits for an answer), and every gated process that opens one is
-/// remembered; when the store is shielded again, those still running and their descendants
-/// count as running its programs (see ``Reaper``). That is how a script read by an interpreter
-/// through a name of the user's own (`python3 -m game`, a link, standard input) is found at
-/// relock: its interpreter's maps and command line do not show it.
+/// While a store is unlocked, opening or executing its files is allowed, and every gated
+/// process that does is remembered and, with a ``Confinement`` (cgroup v2), moved into the
+/// store's cgroup before the answer: when the store is shielded again, the cgroup is ended as a
+/// whole, and the openers still running and their descendants count as running its programs
+/// (see ``Reaper``). That is how a script read by an interpreter through a name of the user's
+/// own (`python3 -m game`, a link, standard input) is found at relock (its interpreter's maps
+/// and command line do not show it), and a game that hides what it runs and forks away from
+/// its opener is ended all the same. Without a confinement the files carry notification marks
+/// (`FAN_OPEN`, `FAN_OPEN_EXEC`: nothing waits for an answer) and only the openers are
+/// remembered.
 ///
 /// Programs are matched by their resolved path (symlinks followed; a bare name is looked up on
 /// `PATH`), and desktop categories through the `.desktop` files' `Exec=` lines. Every
@@ -76,6 +80,13 @@ public final class ExecDenyShield: Shield {
     private let reaper: Reaper
     /// Reads the application folders' `.desktop` files, remembering them until they change.
     private var desktopReader = DesktopEntryReader()
+    /// Where what gated users start from unlocked stores' files is kept.
+    private let confinement: Confinement?
+    /// Why programs started during an unlock are not kept in a cgroup (no cgroup v2, …);
+    /// `nil` when they are, or when no confinement was asked for.
+    public let confinementProblem: String?
+    /// The events marked on the files of stores that are not shielded now.
+    private let watchMask: UInt64
 
     struct FileID: Hashable, Sendable {
         var device: UInt64
@@ -98,8 +109,14 @@ public final class ExecDenyShield: Shield {
         /// The stores that shield each denied file, and who is told of a denied launch.
         let stores = Mutex<[FileID: [String]]>([:])
         let onDenied = Mutex<Callback<ExecDenial>?>(nil)
-        /// Files of unlocked stores whose gated openers are remembered.
-        let watched = Mutex<Set<FileID>>([])
+        /// Files of unlocked stores whose gated openers are remembered (and confined), with
+        /// the stores whose files they are.
+        let watched = Mutex<[FileID: Set<String>]>([:])
+        /// Where gated openers of watched files are moved before their open is allowed.
+        let confinement: Confinement?
+        /// Why an opener could not be confined (its open was refused), per store, until a
+        /// recheck reports it.
+        let confinementFailures = Mutex<[String: String]>([:])
         /// Gated processes that opened a watched file, per file, until its store is shielded.
         let openers = Mutex<Openers>(Openers())
 
@@ -134,7 +151,10 @@ public final class ExecDenyShield: Shield {
             }
         }
 
-        init(privilegedGroup: UInt32?) { self.privilegedGroup = privilegedGroup }
+        init(privilegedGroup: UInt32?, confinement: Confinement?) {
+            self.privilegedGroup = privilegedGroup
+            self.confinement = confinement
+        }
     }
 
     /// Called (on the watcher's thread) when a folder holding a shielded file changes: a file
@@ -169,10 +189,24 @@ public final class ExecDenyShield: Shield {
         "/var/lib/flatpak/exports/share/applications",
     ]
 
+    /// Whether `path` can name the confinement cgroup (see ``init(searchPath:applicationDirectories:privilegedGroup:runningAction:gracePeriod:confinement:adopting:)``).
+    public static func isValidCgroupPath(_ path: String) -> Bool { Confinement.isValidPath(path) }
+
+    /// Removes the confinement cgroups below `path` that nothing is in, and `path` itself when
+    /// that leaves it empty (a daemon stopping; groups with processes stay for the next one).
+    public static func removeEmptyCgroups(_ path: String) {
+        guard getuid() == 0, let mount = Freezer.mount, Confinement.isValidPath(path),
+            access(mount + path, F_OK) == 0, let confinement = try? Confinement(path: path)
+        else { return }
+        confinement.removeEmpty()
+        rmdir(confinement.root)
+    }
+
     /// The events marked on every shielded file.
     static let marks = UInt64(FAN_OPEN_EXEC_PERM) | UInt64(FAN_OPEN_PERM)
-    /// The events marked on the files of stores that are not shielded now: notifications, which
-    /// nothing waits for.
+    /// The events marked on the files of stores that are not shielded now, without a
+    /// confinement: notifications, which nothing waits for. With one, the permission events of
+    /// ``marks``: each opener is confined before its open is allowed.
     static let watchMarks = UInt64(FAN_OPEN) | UInt64(FAN_OPEN_EXEC)
 
     /// Opens a fanotify group and starts the responder thread.
@@ -185,6 +219,10 @@ public final class ExecDenyShield: Shield {
     ///   - runningAction: Per store, what happens to its programs already running when it is
     ///     shielded (and at every recheck while it is).
     ///   - gracePeriod: How long a terminated program has between SIGTERM and SIGKILL.
+    ///   - confinement: The cgroup (v2, below its mount: `/stepgate`) that what gated users
+    ///     start from an unlocked store's files is kept in (see ``Confinement``); `nil` for none.
+    ///     Where it cannot be made, the shield works without it and says why in
+    ///     ``confinementProblem``.
     public init(
         searchPath: String =
             "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin:/usr/games:/usr/local/games",
@@ -192,8 +230,21 @@ public final class ExecDenyShield: Shield {
         privilegedGroup: UInt32? = nil,
         runningAction: @escaping @Sendable (String) -> RunningProgramAction = { _ in .terminate },
         gracePeriod: Duration = .seconds(10),
+        confinement confinementPath: String? = nil,
         adopting inherited: Int32? = nil
     ) throws(ShieldError) {
+        var confinement: Confinement?
+        var problem: String?
+        if let confinementPath {
+            do {
+                confinement = try Confinement(path: confinementPath)
+            } catch {
+                problem = error.description
+            }
+        }
+        self.confinement = confinement
+        confinementProblem = problem
+        watchMask = confinement == nil ? Self.watchMarks : Self.marks
         self.runningAction = runningAction
         self.gracePeriod = gracePeriod
         self.searchPath = searchPath
@@ -208,8 +259,8 @@ public final class ExecDenyShield: Shield {
             _ = fcntl(inherited, F_SETFD, FD_CLOEXEC)
             _ = fcntl(inherited, F_SETFL, fcntl(inherited, F_GETFL) | O_NONBLOCK)
             group = inherited
-            denied = Denied(privilegedGroup: privilegedGroup)
-            reaper = Reaper(privilegedGroup: privilegedGroup, grace: gracePeriod)
+            denied = Denied(privilegedGroup: privilegedGroup, confinement: confinement)
+            reaper = Reaper(privilegedGroup: privilegedGroup, grace: gracePeriod, confinement: confinement)
             denied.answering.store(false, ordering: .relaxed)
             watcher = FolderWatcher()
             responders = Self.startResponders(group: group, denied: denied)
@@ -238,8 +289,8 @@ public final class ExecDenyShield: Shield {
             }
         }
         group = fd
-        denied = Denied(privilegedGroup: privilegedGroup)
-        reaper = Reaper(privilegedGroup: privilegedGroup, grace: gracePeriod)
+        denied = Denied(privilegedGroup: privilegedGroup, confinement: confinement)
+        reaper = Reaper(privilegedGroup: privilegedGroup, grace: gracePeriod, confinement: confinement)
         watcher = FolderWatcher()
         responders = Self.startResponders(group: group, denied: denied)
     }
@@ -264,6 +315,11 @@ public final class ExecDenyShield: Shield {
         close(group)  // the kernel allows every pending event of a closed group
         watcher?.stop()
         reaper.stop()
+        // Groups with processes in them stay for the next instance, and so does their parent.
+        if let confinement {
+            confinement.removeEmpty()
+            rmdir(confinement.root)
+        }
     }
 
     /// The fanotify group's descriptor, to hand to systemd's file descriptor store so the marks
@@ -419,6 +475,14 @@ public final class ExecDenyShield: Shield {
     public func recheck() -> [String: ShieldError] {
         var problems = remark()
         actOnRunningPrograms()
+        let failures = denied.confinementFailures.withLock { failures in
+            defer { failures = [:] }
+            return failures
+        }
+        for (store, message) in failures where problems[store] == nil {
+            problems[store] = ShieldError(
+                shield: name, message: "a program started during the unlock was refused: \(message)")
+        }
         let overflows = denied.counters.withLock { $0.overflows }
         if overflows > denied.reportedOverflows.exchange(overflows, ordering: .relaxed) {
             for store in targets.keys where problems[store] == nil {
@@ -485,15 +549,18 @@ public final class ExecDenyShield: Shield {
             for ids in byTarget.values { for id in ids { owners[id, default: []].insert(store) } }
         }
         denied.stores.withLock { $0 = owners.mapValues { $0.sorted() } }
+        // Files of unlocked stores are watched first: one that was shielded until now is never
+        // left unmarked in between (an opener then would not be confined).
+        rewatch(wanted: wanted)
         // Unmark what is no longer shielded, through its path if that still leads to the same
         // file (otherwise the mark is harmless: the file is allowed, and the mark dies with it).
+        // A watched file keeps the permission events its watch is made of.
         for (id, path) in marked where wanted[id] == nil {
-            if fileID(path) == id {
+            if fileID(path) == id, watchMarked[id] == nil || watchMask != Self.marks {
                 _ = fanotify_mark(group, UInt32(FAN_MARK_REMOVE), Self.marks, AT_FDCWD, path)
             }
             marked[id] = nil
         }
-        rewatch(wanted: wanted)
         // A desktop entry added or changed is noticed at once, not at the next tick.
         if all.contains(where: { $0.kind == .desktopCategory }) {
             for directory in applicationDirectories {
@@ -518,24 +585,30 @@ public final class ExecDenyShield: Shield {
     /// are neither watched nor shielded.
     private func rewatch(wanted: [FileID: String]) {
         var watch: [FileID: String] = [:]
-        let all = watchedTargets.values.reduce(into: Set<Target>()) { $0.formUnion($1) }
-        for target in all.sorted() {
-            for file in resolve(target).files {
-                let id = FileID(device: file.device, inode: file.inode)
-                guard wanted[id] == nil, watch[id] == nil else { continue }
-                if fanotify_mark(group, UInt32(FAN_MARK_ADD), Self.watchMarks, AT_FDCWD, file.path) == 0 {
-                    watch[id] = file.path
+        var stores: [FileID: Set<String>] = [:]
+        for (store, targets) in watchedTargets.sorted(by: { $0.key < $1.key }) {
+            for target in targets.sorted() {
+                for file in resolve(target).files {
+                    let id = FileID(device: file.device, inode: file.inode)
+                    guard wanted[id] == nil else { continue }
+                    if watch[id] == nil {
+                        guard fanotify_mark(group, UInt32(FAN_MARK_ADD), watchMask, AT_FDCWD, file.path) == 0
+                        else { continue }
+                        watch[id] = file.path
+                    }
+                    stores[id, default: []].insert(store)
                 }
             }
         }
         for (id, path) in watchMarked where watch[id] == nil {
-            if fileID(path) == id {
-                _ = fanotify_mark(group, UInt32(FAN_MARK_REMOVE), Self.watchMarks, AT_FDCWD, path)
+            // A file shielded now keeps its marks when they are the watch's events.
+            if fileID(path) == id, wanted[id] == nil || watchMask != Self.marks {
+                _ = fanotify_mark(group, UInt32(FAN_MARK_REMOVE), watchMask, AT_FDCWD, path)
             }
         }
         watchMarked = watch
         let watched = Set(watch.keys)
-        denied.watched.withLock { $0 = watched }
+        denied.watched.withLock { $0 = stores }
         denied.openers.withLock { openers in
             let gone = Set(openers.byFile.keys).subtracting(watched).subtracting(wanted.keys)
             _ = openers.take(gone)
@@ -674,7 +747,7 @@ public final class ExecDenyShield: Shield {
                     var info = stat()
                     if fstat(event.fd, &info) == 0 {
                         let id = FileID(device: UInt64(info.st_dev), inode: UInt64(info.st_ino))
-                        if denied.watched.withLock({ $0.contains(id) })
+                        if denied.watched.withLock({ $0[id] != nil })
                             || denied.files.withLock({ $0[id] != nil }),
                             ProcessCredentials(pid: event.pid)?.isPrivileged(group: denied.privilegedGroup)
                                 == false,
@@ -698,6 +771,26 @@ public final class ExecDenyShield: Shield {
                                 let opener = ProcessCredentials(pid: event.pid)
                                 if opener?.isPrivileged(group: denied.privilegedGroup) != true {
                                     verdict = UInt32(FAN_DENY)
+                                }
+                            }
+                        } else if let stores = denied.watched.withLock({ $0[id] }),
+                            ProcessCredentials(pid: event.pid)?.isPrivileged(group: denied.privilegedGroup)
+                                != true
+                        {
+                            // A file of an unlocked store, opened by a gated process (or one
+                            // already gone): remembered, and kept in the stores' cgroup before
+                            // it may go on. Where that fails, refused: locked when in doubt.
+                            if let process = RunningProcess(pid: event.pid) {
+                                denied.openers.withLock { $0.insert(process, for: id) }
+                            }
+                            if let confinement = denied.confinement {
+                                do {
+                                    try confinement.confine(event.pid, into: stores)
+                                } catch {
+                                    verdict = UInt32(FAN_DENY)
+                                    denied.confinementFailures.withLock {
+                                        for store in stores { $0[store] = error.description }
+                                    }
                                 }
                             }
                         }

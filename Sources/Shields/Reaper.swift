@@ -17,7 +17,10 @@ import Synchronization
 /// unlocked (the exec shield records them): a script read by an interpreter through any name
 /// (`python3 -m game`, a link of the user's own, standard input) leaves no trace in the
 /// interpreter's maps or command line. Those still running, and their descendants, are acted on
-/// like the others.
+/// like the others. And with a ``Confinement``, the cgroups those openers were moved into are
+/// acted on as a whole: everything in a group of a shielded store is sent SIGTERM, and killed
+/// at once when the grace period is over (frozen in `stop` mode, thawed when none of its stores
+/// is shielded any more).
 final class Reaper: Sendable {
     struct Store: Sendable {
         var name: String
@@ -55,9 +58,15 @@ final class Reaper: Sendable {
     private let grace: Duration
     /// How long one round may read descriptors.
     private let descriptorBudget: Duration
+    /// The cgroups openers of unlocked stores' files were kept in.
+    private let confinement: Confinement?
 
-    init(privilegedGroup: UInt32?, grace: Duration, descriptorBudget: Duration = .milliseconds(200)) {
+    init(
+        privilegedGroup: UInt32?, grace: Duration, confinement: Confinement? = nil,
+        descriptorBudget: Duration = .milliseconds(200)
+    ) {
         self.privilegedGroup = privilegedGroup
+        self.confinement = confinement
         self.grace = grace
         self.descriptorBudget = descriptorBudget
         if getuid() == 0 { Freezer.thawLeftovers() }
@@ -131,6 +140,7 @@ final class Reaper: Sendable {
                 process.signal(SIGCONT)
             }
         }
+        if let confinement { actOnConfined(confinement, stores: stores) }
         guard !stores.isEmpty else { return }
         let group = privilegedGroup
         // The ids of each gated process seen in this round.
@@ -246,6 +256,29 @@ final class Reaper: Sendable {
             }
         }
         state.withLock { $0.cursor = index }
+    }
+
+    /// Acts on each confinement group for the shielded stores among its own: ended (SIGTERM to
+    /// each process, then `cgroup.kill` once a terminating store's grace period is over), frozen
+    /// (`stop`), or thawed when none of them is shielded; empty groups are removed.
+    private func actOnConfined(_ confinement: Confinement, stores: [String: Store]) {
+        let now = ContinuousClock.now
+        for group in confinement.groups() {
+            let acting = group.stores.compactMap { stores[$0] }.filter { store in
+                store.action != .leave && state.withLock { $0.stores[store.name]?.since == store.since }
+            }
+            if acting.contains(where: { $0.action == .terminate }) {
+                if acting.contains(where: { $0.action == .terminate && now - $0.since >= grace }) {
+                    confinement.kill(group)
+                } else {
+                    confinement.freeze(group, false)  // to handle SIGTERM
+                    act(on: confinement.processes(in: group), .terminate)
+                }
+            } else {
+                confinement.freeze(group, acting.contains { $0.action == .stop })
+            }
+        }
+        confinement.removeEmpty()
     }
 
     /// Acts on `processes` for `action`; returns those gone before the signal reached them.

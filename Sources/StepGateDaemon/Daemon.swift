@@ -133,7 +133,13 @@ package final class Daemon {
                     applicationDirectories: c.applicationDirectories
                         ?? ExecDenyShield.standardApplicationDirectories,
                     privilegedGroup: adminGroup, runningAction: { perStore[$0] ?? fallback },
-                    gracePeriod: .milliseconds(Int64(c.graceSeconds * 1000)), adopting: inherited)
+                    gracePeriod: .milliseconds(Int64(c.graceSeconds * 1000)),
+                    confinement: c.confinementCgroup, adopting: inherited)
+                if let problem = shield.confinementProblem {
+                    log.warning(
+                        "exec shield: programs started during an unlock cannot be kept in a cgroup (\(problem)); at relock only what the scan of /proc finds is ended"
+                    )
+                }
                 if inherited != nil {
                     log.notice("exec shield: took over the previous instance's marks from systemd's store")
                 }
@@ -261,6 +267,9 @@ package final class Daemon {
                     notifySystemd("STOPPING=1")
                     if !workers.drain(timeout: .seconds(5)) {
                         log.warning("a shield was still busy when the daemon stopped")
+                    }
+                    if configuration.execShield, let cgroup = configuration.confinementCgroup {
+                        ExecDenyShield.removeEmptyCgroups(cgroup)
                     }
                     inbox.finish()
                     return

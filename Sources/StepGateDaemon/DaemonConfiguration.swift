@@ -55,6 +55,27 @@ package struct DaemonConfiguration {
     package var runningDefault = RunningProgramAction.terminate
     /// Between SIGTERM and SIGKILL for `terminate`.
     package var graceSeconds = 10.0
+    /// The cgroup (v2, below its mount) what gated users start from an unlocked store's files
+    /// is kept in (`shields.exec.cgroup`): `nil` for the default (``defaultCgroup``), `false`
+    /// in the file for none.
+    package var cgroup: String?
+    package var confinementOff = false
+
+    /// The cgroup the exec shield keeps what gated users start during an unlock in, if any.
+    package var confinementCgroup: String? {
+        confinementOff ? nil : cgroup ?? Self.defaultCgroup(stateDirectory: stateDirectory)
+    }
+
+    /// `/stepgate` for the default state directory; for another, `/stepgate-` and eight hex
+    /// digits of a hash of its path, so two daemons on one machine never share their cgroups
+    /// (one's relock would end what the other's unlock allowed).
+    package static func defaultCgroup(stateDirectory: String) -> String {
+        guard stateDirectory != "/var/lib/stepgate" else { return "/stepgate" }
+        var hash: UInt32 = 2_166_136_261  // FNV-1a
+        for byte in stateDirectory.utf8 { hash = (hash ^ UInt32(byte)) &* 16_777_619 }
+        let hex = String(hash, radix: 16)
+        return "/stepgate-" + String(repeating: "0", count: 8 - hex.count) + hex
+    }
     package var systemctl: String?
     package var domains: (path: String, format: DomainShield.Format, reload: [String]?)?
     /// Whether the browsers' managed policies keep DNS over HTTPS off while a store has domains.
@@ -85,7 +106,8 @@ package struct DaemonConfiguration {
         let parts: [Any?] = [
             execShield, applicationDirectories,
             running.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" },
-            runningDefault, graceSeconds, adminGroup, systemctl, domains.map { "\($0)" }, browserPolicies,
+            runningDefault, graceSeconds, confinementCgroup, adminGroup, systemctl, domains.map { "\($0)" },
+            browserPolicies,
             browserPolicyRoot, nftables, hooks.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" },
         ]
         return parts.map { "\(String(describing: $0))" }.joined(separator: "|")
@@ -210,8 +232,20 @@ package struct DaemonConfiguration {
                     throw JSONPathError(path: "shields.exec", message: "expected an object")
                 }
                 try rejectUnknown(
-                    exec, ["enabled", "applicationDirectories", "running", "graceSeconds"], at: "shields.exec"
-                )
+                    exec, ["enabled", "applicationDirectories", "running", "graceSeconds", "cgroup"],
+                    at: "shields.exec")
+                switch exec["cgroup"] {
+                case nil: break
+                case .bool(false)?: configuration.confinementOff = true
+                case .string(let path)? where ExecDenyShield.isValidCgroupPath(path):
+                    configuration.cgroup = path
+                case let value?:
+                    throw JSONPathError(
+                        path: "shields.exec.cgroup",
+                        message:
+                            "expected a cgroup path like \"/stepgate\" (folders of letters, digits, '-', '_', '.') or false, found \(value.excerpt)"
+                    )
+                }
                 func action(_ value: JSONValue, at path: String) throws -> RunningProgramAction {
                     let names = RunningProgramAction.allCases.map { "\"\($0.rawValue)\"" }.joined(
                         separator: ", ")

@@ -7,51 +7,6 @@ import UnlockPolicy
 
 @testable import Shields
 
-/// Runs a shell command as the unprivileged user `nobody`.
-private func asNobody(_ command: String) throws -> ProcessResult {
-    try runProcess(
-        URL(fileURLWithPath: "/usr/bin/setpriv"),
-        ["--reuid=nobody", "--regid=nogroup", "--clear-groups", "/bin/sh", "-c", command])
-}
-
-/// Starts `arguments` as `nobody` and returns at once (the caller ends it).
-private func startAsNobody(_ arguments: [String]) throws -> Process {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
-    process.arguments = ["--reuid=nobody", "--regid=nogroup", "--clear-groups"] + arguments
-    try process.run()
-    return process
-}
-
-/// Whether the file at `path` grows within 200 ms (a game's heartbeat).
-private func isGrowing(_ path: String) -> Bool {
-    let size = { (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? 0 }
-    let before = size()
-    usleep(200_000)
-    return size() > before
-}
-
-/// Shields `game` (grace 0.3 s) and rechecks, as the daemon does every tick, until the file
-/// `beats` the game writes to has not grown for a second (five looks of 200 ms), for up to 8 s;
-/// whether it fell silent.
-private func fallsSilentAfterRelock(_ game: String, beats: String) throws -> Bool {
-    let shield = try ExecDenyShield(gracePeriod: .milliseconds(300))
-    try shield.apply([Target(kind: .executable, value: game)], context: ShieldContext(store: "games"))
-    var silent = 0
-    for _ in 0..<40 where silent < 5 {
-        _ = shield.recheck()
-        silent = isGrowing(beats) ? 0 : silent + 1
-    }
-    return silent >= 5
-}
-
-/// A C compiler: the Swift toolchain's clang, or the system's `cc`.
-private func cCompiler() -> URL? {
-    ["/usr/bin/clang", "/usr/bin/cc", "/opt/swift/usr/bin/clang"]
-        .first { FileManager.default.isExecutableFile(atPath: $0) }
-        .map(URL.init(fileURLWithPath:))
-}
-
 /// Runs `path` through /bin/sh and returns the exit status (126 when exec is denied).
 private func run(_ path: String) throws -> Int32 {
     try runProcess(URL(fileURLWithPath: "/bin/sh"), ["-c", "'\(path)'"]).status

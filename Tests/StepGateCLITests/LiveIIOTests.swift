@@ -247,7 +247,10 @@ struct LiveIIOTests {
         let device = try FakeIIO(profile: "lis3dh")
         defer { device.down() }
         var walk = SyntheticWalk()
-        walk.stillBefore = 1
+        // The samples are fed in real time whether or not `run` reads yet: 4 s of standing
+        // still first give it time to start on a loaded machine (a full parallel test run has
+        // started it over a second late and lost the walk's first steps).
+        walk.stillBefore = 4
         let samples = walk.samples(steps: 24)
         let feeder = Feeder(device, samples: samples, timing: .live(rate: 100))
         let ledger = try temporary("steps.json")

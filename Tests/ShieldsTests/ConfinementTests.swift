@@ -1,0 +1,391 @@
+import CLinux
+import Foundation
+import StepGateTestSupport
+import Testing
+import UnlockPolicy
+
+@testable import Shields
+
+/// Programs a gated user starts from an unlocked store's files are kept in a cgroup of the
+/// exec shield's and ended with it at relock. Each test has a cgroup of its own
+/// (`/stepgate-test-…`), removed at the end. Root only, with cgroup v2.
+@Suite(
+    .enabled(if: getuid() == 0, "fanotify and cgroups need root"),
+    .enabled(if: Freezer.mount != nil, "no cgroup v2 file system is mounted"), .serialized)
+struct ConfinementTests {
+    let folder: URL
+    let cgroup = "/stepgate-test-" + String(UInt32.random(in: 0..<UInt32.max), radix: 16)
+    let games = ShieldContext(store: "games")
+
+    init() throws {
+        folder = try Fixtures.temporaryFolder()
+        chmod(folder.path, 0o755)
+    }
+
+    /// An exec shield keeping openers in this test's cgroup, with `files` of store `store`
+    /// shielded and unlocked again (watched).
+    private func unlockedShield(
+        _ files: [String], store: String = "games", running: RunningProgramAction = .terminate
+    ) throws -> ExecDenyShield {
+        let shield = try ExecDenyShield(
+            runningAction: { _ in running }, gracePeriod: .milliseconds(300), confinement: cgroup)
+        #expect(shield.confinementProblem == nil)
+        let targets = files.map { Target(kind: .executable, value: $0) }
+        try shield.apply(targets, context: ShieldContext(store: store))
+        try shield.remove(targets, context: ShieldContext(store: store))
+        return shield
+    }
+
+    /// Kills what is left in this test's cgroups and removes them.
+    private func removeCgroups() {
+        guard let confinement = try? Confinement(path: cgroup) else { return }
+        for group in confinement.groups() { confinement.kill(group) }
+        for _ in 0..<100 where !confinement.groups().isEmpty {
+            confinement.removeEmpty()
+            usleep(10_000)
+        }
+        rmdir(confinement.root)
+    }
+
+    private func group(_ stores: String) -> String { cgroup + "/store-" + stores }
+
+    /// Whether the file at `path` starts growing within 5 s.
+    private func startsBeating(_ path: String) -> Bool {
+        for _ in 0..<25 where !isGrowing(path) {}
+        return isGrowing(path)
+    }
+
+    /// The process ids of `nobody` whose command line contains `text`.
+    private func nobodysProcesses(running path: String) -> [Int32] {
+        (ProcFile.numbers(in: "/proc") ?? []).filter { pid in
+            guard ProcessCredentials(pid: pid)?.uids.first == 65534,
+                let line = ProcFile.read("/proc/\(pid)/cmdline", limit: 65_536)
+            else { return false }
+            return String(decoding: line.bytes, as: UTF8.self).contains(path)
+        }
+    }
+
+    @Test func aProgramStartedDuringTheUnlockIsKeptInItsStoresCgroupAndEndedWithIt() throws {
+        defer { removeCgroups() }
+        let game = folder.appendingPathComponent("game").path
+        try FileManager.default.copyItem(atPath: "/bin/sleep", toPath: game)
+        let shield = try unlockedShield([game])
+        let played = try startAsNobody([game, "600"])
+        defer {
+            kill(played.processIdentifier, SIGKILL)
+            played.waitUntilExit()
+        }
+        var pids: [Int32] = []
+        for _ in 0..<200 where pids.isEmpty {
+            usleep(10_000)
+            pids = nobodysProcesses(running: game)
+        }
+        #expect(pids.count == 1)
+        // Once setpriv has started the game (its own command line names it too).
+        for _ in 0..<200 where !pids.allSatisfy({ Freezer.cgroup(of: $0) == group("games") }) {
+            usleep(10_000)
+        }
+        #expect(pids.allSatisfy { Freezer.cgroup(of: $0) == group("games") })
+        // Root's run of it is not kept (nor are the admin group's).
+        let ownCgroup = Freezer.cgroup(of: getpid())
+        #expect(try runProcess(URL(fileURLWithPath: game), ["0"]).status == 0)
+        #expect(Freezer.cgroup(of: getpid()) == ownCgroup)
+
+        // A gated process in the cgroup cannot leave it: not to the root cgroup, not to its
+        // parent, not from a user namespace of its own.
+        let mount = try #require(Freezer.mount)
+        let attempts = try asNobody(
+            """
+            exec 3< '\(game)'
+            for target in '\(mount)' '\(mount)\(cgroup)'; do
+              echo $$ > "$target/cgroup.procs" 2>/dev/null && echo "left for $target"
+            done
+            unshare -Ur sh -c 'echo $$ > "\(mount)/cgroup.procs"' 2>/dev/null && echo "left from a namespace"
+            cat /proc/self/cgroup
+            """)
+        #expect(!attempts.standardOutput.contains("left"), "\(attempts.standardOutput)")
+        #expect(attempts.standardOutput.contains("0::\(group("games"))"), "\(attempts.standardOutput)")
+
+        try shield.apply([Target(kind: .executable, value: game)], context: games)
+        for _ in 0..<50 where pids.contains(where: { kill($0, 0) == 0 }) {
+            _ = shield.recheck()
+            usleep(100_000)
+        }
+        #expect(!pids.contains { kill($0, 0) == 0 }, "the game runs after the relock")
+        let folder = Freezer.mount! + group("games")
+        for _ in 0..<20 where FileManager.default.fileExists(atPath: folder) {
+            _ = shield.recheck()
+            usleep(50_000)
+        }
+        #expect(!FileManager.default.fileExists(atPath: folder), "the empty group stays")
+    }
+
+    /// Attack round 9 (C1): a game started through the dynamic loader during the unlock, whose
+    /// preloaded library copied the game's mappings to anonymous memory, blanked its command
+    /// line and forked away from the process that had opened the game, ran on after the relock:
+    /// nothing in `/proc` named the game any more.
+    @Test func aHiddenGameStartedThroughTheLoaderIsEndedAtRelock() throws {
+        guard let compiler = cCompiler(), let loader = dynamicLoader() else {
+            print("skipped: no C compiler or no dynamic loader at a known place")
+            return
+        }
+        defer { removeCgroups() }
+        let game = folder.appendingPathComponent("loadedgame").path
+        let library = folder.appendingPathComponent("hide.so").path
+        let beats = folder.appendingPathComponent("loaded-beats").path
+        try """
+        #include <fcntl.h>
+        #include <stdlib.h>
+        #include <unistd.h>
+        int main(void) {
+            int beats = open(getenv("BEATS"), O_WRONLY | O_APPEND);
+            for (;;) { write(beats, "x", 1); usleep(20000); }
+        }
+        """.write(toFile: game + ".c", atomically: true, encoding: .utf8)
+        // Before main: the game's mappings become anonymous copies, its arguments are blanked,
+        // and it forks away from the opener.
+        try """
+        #define _GNU_SOURCE
+        #include <stdio.h>
+        #include <stdlib.h>
+        #include <string.h>
+        #include <sys/mman.h>
+        #include <unistd.h>
+        __attribute__((constructor)) static void hide(int argc, char **argv) {
+            const char *game = getenv("GAME");
+            char line[8192];
+            unsigned long from[32], to[32];
+            char modes[32][5];
+            int count = 0;
+            FILE *maps = fopen("/proc/self/maps", "r");
+            while (game && maps && count < 32 && fgets(line, sizeof line, maps)) {
+                char path[4096] = "";
+                if (sscanf(line, "%lx-%lx %4s %*s %*s %*s %4095[^\\n]", &from[count], &to[count],
+                           modes[count], path) == 4 && strcmp(path, game) == 0) count++;
+            }
+            if (maps) fclose(maps);
+            for (int i = 0; i < count; i++) {
+                size_t length = to[i] - from[i];
+                int prot = (modes[i][0] == 'r' ? PROT_READ : 0) | (modes[i][1] == 'w' ? PROT_WRITE : 0)
+                    | (modes[i][2] == 'x' ? PROT_EXEC : 0);
+                void *copy = mmap(0, length, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+                if (prot & PROT_READ) memcpy(copy, (void *)from[i], length);
+                mprotect(copy, length, prot);
+                mremap(copy, length, length, MREMAP_MAYMOVE | MREMAP_FIXED, (void *)from[i]);
+            }
+            for (int i = 0; i < argc; i++) memset(argv[i], 0, strlen(argv[i]));
+            if (fork() > 0) _exit(0);
+            setsid();
+        }
+        """.write(toFile: library + ".c", atomically: true, encoding: .utf8)
+        #expect(try runProcess(compiler, ["-O1", "-o", game, game + ".c"]).status == 0)
+        #expect(
+            try runProcess(compiler, ["-O1", "-shared", "-fPIC", "-o", library, library + ".c"]).status == 0)
+        #expect(FileManager.default.createFile(atPath: beats, contents: nil))
+        chown(beats, 65534, 65534)
+        let shield = try unlockedShield([game])
+        // Not waited for: the game forks away holding what the shell inherited.
+        let started = try startAsNobody([
+            "/bin/sh", "-c",
+            "GAME='\(game)' BEATS='\(beats)' LD_PRELOAD='\(library)' exec '\(loader)' '\(game)'",
+        ])
+        defer { withExtendedLifetime(started) {} }
+        #expect(startsBeating(beats), "the game did not start")
+        #expect(nobodysProcesses(running: game).isEmpty, "a command line still names the game")
+        #expect(
+            try fallsSilentAfterRelock(game, beats: beats, shield: shield),
+            "still running 8 s after the relock")
+    }
+
+    /// Attack round 9 (C2, C3): a game run during the unlock through an overlay mount in a
+    /// namespace of the user's own (its executable is on another device), which forks away and
+    /// then serves: every 20 ms a new child writes a beat. It ran on after the relock, and
+    /// started new games from its memory.
+    @Test func aForkServerRunThroughAnOverlayInAUserNamespaceIsEndedAtRelock() throws {
+        guard let compiler = cCompiler() else {
+            print("skipped: no C compiler")
+            return
+        }
+        let probe = try asNobody("unshare -Urm true && echo yes")
+        guard probe.standardOutput.contains("yes") else {
+            print("skipped: unprivileged user namespaces are off here (the attack needs them)")
+            return
+        }
+        defer { removeCgroups() }
+        let lower = folder.appendingPathComponent("lower").path
+        try FileManager.default.createDirectory(atPath: lower, withIntermediateDirectories: false)
+        chmod(lower, 0o755)
+        let game = lower + "/forkserver"
+        let beats = folder.appendingPathComponent("server-beats").path
+        let scratch = folder.appendingPathComponent("scratch").path
+        try FileManager.default.createDirectory(atPath: scratch, withIntermediateDirectories: false)
+        chown(scratch, 65534, 65534)
+        try """
+        #include <fcntl.h>
+        #include <stdlib.h>
+        #include <sys/wait.h>
+        #include <unistd.h>
+        int main(void) {
+            int beats = open(getenv("BEATS"), O_WRONLY | O_APPEND);
+            if (fork() > 0) _exit(0);
+            setsid();
+            for (;;) {
+                if (fork() == 0) { write(beats, "x", 1); _exit(0); }
+                while (waitpid(-1, 0, WNOHANG) > 0) {}
+                usleep(20000);
+            }
+        }
+        """.write(toFile: game + ".c", atomically: true, encoding: .utf8)
+        #expect(try runProcess(compiler, ["-O1", "-o", game, game + ".c"]).status == 0)
+        #expect(FileManager.default.createFile(atPath: beats, contents: nil))
+        chown(beats, 65534, 65534)
+        let shield = try unlockedShield([game])
+        let started = try startAsNobody([
+            "/usr/bin/unshare", "-Urm", "/bin/sh", "-c",
+            """
+            mkdir -p \(scratch)/up \(scratch)/work \(scratch)/m &&
+            mount -t overlay overlay -o lowerdir=\(lower),upperdir=\(scratch)/up,workdir=\(scratch)/work \(scratch)/m &&
+            BEATS=\(beats) exec \(scratch)/m/forkserver
+            """,
+        ])
+        defer { withExtendedLifetime(started) {} }
+        #expect(startsBeating(beats), "the game did not start")
+        #expect(
+            try fallsSilentAfterRelock(game, beats: beats, shield: shield),
+            "still running 8 s after the relock")
+    }
+
+    /// A process made with `clone(CLONE_FILES)` before its parent opened the game shares the
+    /// parent's descriptors (and, with `CLONE_VM`, its memory): it is moved with the parent.
+    @Test func processesSharingTheOpenersDescriptorsAreKeptWithIt() throws {
+        guard let compiler = cCompiler() else {
+            print("skipped: no C compiler")
+            return
+        }
+        defer { removeCgroups() }
+        let program = folder.appendingPathComponent("sharer").path
+        try """
+        #define _GNU_SOURCE
+        #include <sched.h>
+        #include <signal.h>
+        #include <stdio.h>
+        #include <sys/syscall.h>
+        #include <unistd.h>
+        int main(void) {
+            long child = syscall(SYS_clone, CLONE_FILES | SIGCHLD, 0, 0, 0, 0);
+            if (child == 0) { for (;;) pause(); }
+            printf("%ld\\n", child);
+            fflush(stdout);
+            for (;;) pause();
+        }
+        """.write(toFile: program + ".c", atomically: true, encoding: .utf8)
+        #expect(try runProcess(compiler, ["-O1", "-o", program, program + ".c"]).status == 0)
+        let output = folder.appendingPathComponent("sharer.out").path
+        let process = try BackgroundProcess([program], output: output)
+        defer { withExtendedLifetime(process) {} }
+        var child: Int32?
+        for _ in 0..<200 where child == nil {
+            usleep(10_000)
+            child = (try? String(contentsOfFile: output, encoding: .utf8))
+                .flatMap { Int32($0.trimmingCharacters(in: .whitespacesAndNewlines)) }
+        }
+        let sharer = try #require(child)
+        // First: the parent is not waited for while a process holds what it was started with.
+        defer { kill(sharer, SIGKILL) }
+        let unrelated = try BackgroundProcess(["/bin/sleep", "600"])
+        defer { withExtendedLifetime(unrelated) {} }
+        let confinement = try Confinement(path: cgroup)
+        try confinement.confine(process.process.processIdentifier, into: ["games"])
+        #expect(Freezer.cgroup(of: process.process.processIdentifier) == group("games"))
+        #expect(Freezer.cgroup(of: sharer) == group("games"))
+        #expect(Freezer.cgroup(of: unrelated.process.processIdentifier) != group("games"))
+        // Opening a file of a second store: the group of both.
+        try confinement.confine(process.process.processIdentifier, into: ["social"])
+        #expect(Freezer.cgroup(of: process.process.processIdentifier) == group("games+social"))
+        #expect(Freezer.cgroup(of: sharer) == group("games+social"))
+    }
+
+    /// A process that opened files of two unlocked stores is ended when either is shielded
+    /// again; one that opened only the other store's file runs on.
+    @Test func aProgramOfTwoStoresEndsWithEither() throws {
+        defer { removeCgroups() }
+        let game = folder.appendingPathComponent("game").path
+        let chat = folder.appendingPathComponent("chat").path
+        try FileManager.default.copyItem(atPath: "/bin/sleep", toPath: game)
+        try FileManager.default.copyItem(atPath: "/bin/sleep", toPath: chat)
+        let shield = try ExecDenyShield(gracePeriod: .milliseconds(300), confinement: cgroup)
+        let social = ShieldContext(store: "social")
+        for (file, context) in [(game, games), (chat, social)] {
+            try shield.apply([Target(kind: .executable, value: file)], context: context)
+            try shield.remove([Target(kind: .executable, value: file)], context: context)
+        }
+        // One reads the chat program, then runs the game; another runs the game alone.
+        let both = try startAsNobody(["/bin/sh", "-c", "exec 3< '\(chat)'; exec '\(game)' 600"])
+        let one = try startAsNobody([game, "601"])
+        defer {
+            for process in [both, one] {
+                kill(process.processIdentifier, SIGKILL)
+                process.waitUntilExit()
+            }
+        }
+        for _ in 0..<200 where nobodysProcesses(running: game).count < 2 { usleep(10_000) }
+        #expect(Freezer.cgroup(of: both.processIdentifier) == group("games+social"))
+        #expect(Freezer.cgroup(of: one.processIdentifier) == group("games"))
+        try shield.apply([Target(kind: .executable, value: chat)], context: social)
+        for _ in 0..<50 where both.isRunning {
+            _ = shield.recheck()
+            usleep(100_000)
+        }
+        #expect(!both.isRunning, "the program that read the chat runs after its relock")
+        #expect(one.isRunning, "the game alone was ended with the chat store")
+    }
+
+    /// In `stop` mode the cgroup is frozen at relock and thawed at the next unlock.
+    @Test func stopModeFreezesTheGroupUntilTheNextUnlock() throws {
+        defer { removeCgroups() }
+        let game = folder.appendingPathComponent("game").path
+        // A copy of the shell under another name (the shell itself is never shielded).
+        try FileManager.default.copyItem(
+            atPath: URL(fileURLWithPath: "/bin/sh").resolvingSymlinksInPath().path, toPath: game)
+        let beats = folder.appendingPathComponent("stop-beats").path
+        #expect(FileManager.default.createFile(atPath: beats, contents: nil))
+        chown(beats, 65534, 65534)
+        let target = Target(kind: .executable, value: game)
+        let shield = try unlockedShield([game], running: .stop)
+        let played = try startAsNobody([game, "-c", "while :; do echo x >> '\(beats)'; sleep 0.02; done"])
+        defer {
+            kill(played.processIdentifier, SIGKILL)
+            played.waitUntilExit()
+        }
+        #expect(isGrowing(beats))
+        try shield.apply([target], context: games)
+        var silent = 0
+        for _ in 0..<40 where silent < 3 {
+            _ = shield.recheck()
+            silent = isGrowing(beats) ? 0 : silent + 1
+        }
+        #expect(silent >= 3, "the game runs after the relock in stop mode")
+        #expect(Freezer.isFrozen(Freezer.mount! + group("games")))
+        try shield.remove([target], context: games)
+        var growing = false
+        for _ in 0..<20 where !growing {
+            _ = shield.recheck()
+            growing = isGrowing(beats)
+        }
+        #expect(growing, "the game did not go on at the next unlock")
+    }
+
+    /// An opener that cannot be kept in a cgroup is refused, and the recheck says why: locked
+    /// when in doubt.
+    @Test func anOpenerThatCannotBeConfinedIsRefused() throws {
+        defer { removeCgroups() }
+        let game = folder.appendingPathComponent("game").path
+        try FileManager.default.copyItem(atPath: "/bin/true", toPath: game)
+        // A cgroup name longer than a file name may be.
+        let store = String(repeating: "s", count: 260)
+        let shield = try unlockedShield([game], store: store)
+        #expect(try asNobody("'\(game)'").status == 126)
+        let problems = shield.recheck()
+        #expect(problems[store]?.message.contains("too long") == true, "\(problems)")
+    }
+}
