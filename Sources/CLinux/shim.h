@@ -214,11 +214,16 @@ static inline int stepgate_exe_identity(int pid, uint32_t *major, uint32_t *mino
 }
 
 // Whether processes `a` and `b` share their memory (KCMP_VM) or their descriptor table
-// (KCMP_FILES): 1 when they share either, 0 when neither, -1 when it cannot be told (one gone).
+// (KCMP_FILES): 1 when they share either, 0 when neither, -2 when one is gone (ESRCH), -1 when
+// it cannot be told otherwise.
 static inline int stepgate_shares_memory_or_files(int a, int b) {
     long vm = syscall(SYS_kcmp, a, b, 1, 0, 0);
+    if (vm == 0) return 1;
+    int vmError = vm < 0 ? errno : 0;
     long files = syscall(SYS_kcmp, a, b, 2, 0, 0);
-    if (vm == 0 || files == 0) return 1;
+    if (files == 0) return 1;
+    int filesError = files < 0 ? errno : 0;
+    if (vmError == ESRCH || filesError == ESRCH) return -2;
     if (vm < 0 || files < 0) return -1;
     return 0;
 }

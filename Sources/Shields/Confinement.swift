@@ -92,21 +92,28 @@ final class Confinement: Sendable {
         return Self.stores(inGroupNamed: rest.split(separator: "/").first ?? "")
     }
 
-    /// Moves `pid` into the group of `stores` and those it is in already, with every process
-    /// sharing its memory or descriptor table (`kcmp`). Nothing to do when it is there already or
-    /// gone.
+    /// Moves `pid` into the group of `stores` and those it is in already; with `sharers`, then
+    /// every process sharing its memory or descriptor table (`kcmp`) too. Nothing to do when
+    /// it is gone.
     ///
-    /// - Throws: When it could not be moved.
-    func confine(_ pid: Int32, into stores: Set<String>) throws(Failure) {
+    /// `sharers` is for a plain open (the loader, an interpreter, `mmap`): what the opener loads
+    /// lands in memory other processes may share. An exec needs none: the program runs in a
+    /// fresh memory and descriptor table (and the vfork parent that shares the old ones until
+    /// then must not be moved). Sharers are looked for in passes over `/proc` until one finds
+    /// nothing to move and sees no process end between listing it and comparing it (a chain of
+    /// processes sharing the memory, each cloning the next and ending, is never where a pass
+    /// looks); when no pass is clean, the open is refused.
+    ///
+    /// - Throws: When it could not be moved, or its sharers could not be told.
+    func confine(_ pid: Int32, into stores: Set<String>, sharers: Bool) throws(Failure) {
         try lock.withLock { _ throws(Failure) in
-            guard let cgroup = Freezer.cgroup(of: pid) else { return }  // gone
+            // Read through a live thread: a process whose first thread has ended shows that
+            // thread's cgroup (the root) and has no memory of its own to compare.
+            guard let live = liveThread(of: pid), let cgroup = Freezer.cgroup(of: live) else { return }
             var all = stores
             if cgroup.hasPrefix(path + "/"),
                 let already = Self.stores(inGroupNamed: cgroup.dropFirst(path.count + 1))
             {
-                // Whatever shares its memory or descriptors now was born in there with it, or
-                // was moved with it.
-                if already.isSuperset(of: stores) { return }
                 all.formUnion(already)
             }
             let name = Self.groupName(all)
@@ -114,26 +121,74 @@ final class Confinement: Sendable {
                 throw Failure(description: "the cgroup name for stores \(all.sorted()) is too long")
             }
             let group = root + "/" + name
-            if mkdir(group, 0o755) != 0 && errno != EEXIST {
-                throw Failure(
-                    description: "\(group): cannot make the cgroup: \(String(cString: strerror(errno)))")
-            }
-            guard try move(pid, to: group) else { return }
             let inside = path + "/" + name
-            // Processes sharing its memory or descriptors (made with `clone` before the move)
-            // could run what it loads: moved too, in passes until one finds none (one moved
-            // may have made another meanwhile).
-            for _ in 0..<8 {
-                var moved = 0
-                for other in ProcFile.numbers(in: "/proc") ?? [] where other != pid && other > 1 {
-                    guard stepgate_shares_memory_or_files(pid, other) == 1,
-                        let there = Freezer.cgroup(of: other), there != inside
-                    else { continue }
-                    if try move(other, to: group) { moved += 1 }
+            if cgroup != inside {
+                if mkdir(group, 0o755) != 0 && errno != EEXIST {
+                    throw Failure(
+                        description: "\(group): cannot make the cgroup: \(String(cString: strerror(errno)))")
                 }
-                if moved == 0 { break }
+                guard try move(pid, to: group) else { return }
+            }
+            guard sharers else { return }
+            guard let opener = RunningProcess(pid: pid),
+                let uid = ProcessCredentials(pid: pid)?.uids.first
+            else { return }
+            // A process that has ended (a zombie) compares as sharing nothing: one seen ending
+            // since the last pass makes this pass unclean; a zombie left lying about does not
+            // make every pass so.
+            var zombies: Set<Int32> = []
+            for _ in 0..<32 {
+                var moved = 0
+                var ended = 0
+                var zombiesNow: Set<Int32> = []
+                for other in ProcFile.numbers(in: "/proc") ?? [] where other != pid && other > 1 {
+                    switch stepgate_shares_memory_or_files(live, other) {
+                    case 1:
+                        guard let there = Freezer.cgroup(of: other) else {
+                            ended += 1
+                            continue
+                        }
+                        if there != inside {
+                            if try move(other, to: group) { moved += 1 } else { ended += 1 }
+                        }
+                    case -2: ended += 1
+                    default:
+                        guard let process = RunningProcess(pid: other) else {
+                            ended += 1
+                            continue
+                        }
+                        // Only one that could have shared the memory: the opener's user's,
+                        // started since the opener was.
+                        if process.state == "Z" || process.state == "X",
+                            process.startTime >= opener.startTime,
+                            ProcessCredentials(pid: other)?.uids.first ?? uid == uid
+                        {
+                            zombiesNow.insert(other)
+                            if !zombies.contains(other) { ended += 1 }
+                        }
+                    }
+                }
+                zombies = zombiesNow
+                if moved == 0 && ended == 0 { return }
+            }
+            throw Failure(
+                description:
+                    "processes kept ending while those sharing the opener's memory were looked for (pid \(pid))"
+            )
+        }
+    }
+
+    /// A thread of `pid` that has not ended.
+    private func liveThread(of pid: Int32) -> Int32? {
+        for thread in (ProcFile.numbers(in: "/proc/\(pid)/task") ?? []).sorted() {
+            guard let stat = ProcFile.read("/proc/\(pid)/task/\(thread)/stat", limit: 4096),
+                let close = stat.bytes.lastIndex(of: UInt8(ascii: ")")), close + 2 < stat.bytes.count
+            else { continue }
+            if stat.bytes[close + 2] != UInt8(ascii: "Z") && stat.bytes[close + 2] != UInt8(ascii: "X") {
+                return thread
             }
         }
+        return nil
     }
 
     /// Writes `pid` to the group's `cgroup.procs`; whether it was moved (`false`: it is gone).
@@ -192,9 +247,10 @@ final class Confinement: Sendable {
         if !frozen { for process in processes(in: group) { process.signal(SIGCONT) } }
     }
 
-    /// Removes the groups nothing is in.
+    /// Removes the groups nothing is in; not now when an opener is being moved (the reaper
+    /// never waits on a flood of openers: the next round removes them).
     func removeEmpty() {
-        lock.withLock { _ in
+        _ = lock.withLockIfAvailable { _ in
             for group in groups() {
                 guard let text = ProcFile.read(group.folder + "/cgroup.events", limit: 4096),
                     text.bytes.split(separator: UInt8(ascii: "\n")).contains(where: {

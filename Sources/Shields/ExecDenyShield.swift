@@ -88,6 +88,12 @@ public final class ExecDenyShield: Shield {
     /// The events marked on the files of stores that are not shielded now.
     private let watchMask: UInt64
 
+    /// An exec of a watched file by a process.
+    struct ExecTwin: Hashable, Sendable {
+        var pid: Int32
+        var file: FileID
+    }
+
     struct FileID: Hashable, Sendable {
         var device: UInt64
         var inode: UInt64
@@ -114,6 +120,9 @@ public final class ExecDenyShield: Shield {
         let watched = Mutex<[FileID: Set<String>]>([:])
         /// Where gated openers of watched files are moved before their open is allowed.
         let confinement: Confinement?
+        /// Execs of watched files allowed, whose plain open (the kernel's second event for an
+        /// exec) has not come yet.
+        let execTwins = Mutex<Set<ExecTwin>>([])
         /// Why an opener could not be confined (its open was refused), per store, until a
         /// recheck reports it.
         let confinementFailures = Mutex<[String: String]>([:])
@@ -784,8 +793,20 @@ public final class ExecDenyShield: Shield {
                                 denied.openers.withLock { $0.insert(process, for: id) }
                             }
                             if let confinement = denied.confinement {
+                                // An exec opens the file twice: for the exec, then plainly.
+                                // Its plain twin needs no search for sharers either.
+                                let twin = ExecTwin(pid: event.pid, file: id)
+                                let isExec = event.mask & UInt64(FAN_OPEN_EXEC_PERM) != 0
+                                let sharers = denied.execTwins.withLock { twins -> Bool in
+                                    guard isExec else { return twins.remove(twin) == nil }
+                                    // One whose opener died before its twin is forgotten in
+                                    // time (its twin would only search for nothing).
+                                    if twins.count >= 4096 { twins.removeAll() }
+                                    twins.insert(twin)
+                                    return false
+                                }
                                 do {
-                                    try confinement.confine(event.pid, into: stores)
+                                    try confinement.confine(event.pid, into: stores, sharers: sharers)
                                 } catch {
                                     verdict = UInt32(FAN_DENY)
                                     denied.confinementFailures.withLock {

@@ -295,14 +295,218 @@ struct ConfinementTests {
         let unrelated = try BackgroundProcess(["/bin/sleep", "600"])
         defer { withExtendedLifetime(unrelated) {} }
         let confinement = try Confinement(path: cgroup)
-        try confinement.confine(process.process.processIdentifier, into: ["games"])
+        try confinement.confine(process.process.processIdentifier, into: ["games"], sharers: true)
         #expect(Freezer.cgroup(of: process.process.processIdentifier) == group("games"))
         #expect(Freezer.cgroup(of: sharer) == group("games"))
         #expect(Freezer.cgroup(of: unrelated.process.processIdentifier) != group("games"))
         // Opening a file of a second store: the group of both.
-        try confinement.confine(process.process.processIdentifier, into: ["social"])
+        try confinement.confine(process.process.processIdentifier, into: ["social"], sharers: true)
         #expect(Freezer.cgroup(of: process.process.processIdentifier) == group("games+social"))
         #expect(Freezer.cgroup(of: sharer) == group("games+social"))
+    }
+
+    /// Attack round 10: a chain of processes sharing the opener's memory (`clone(CLONE_VM)`),
+    /// each cloning the next and ending at once, behind 3,000 idle processes that slow every
+    /// pass over `/proc`: the pass never found the live link, the open was allowed, and the last
+    /// link ran the game's code from a copy outside the cgroup after the relock. Now the open is
+    /// refused, or the link is in the group. `STEPGATE_CHAIN_PADDERS` sets the idle processes
+    /// (3,000 by default: with 300 the old search often found the link by chance).
+    @Test func aChainOfMemorySharersCannotHopPastTheSearch() throws {
+        guard let compiler = cCompiler() else {
+            print("skipped: no C compiler")
+            return
+        }
+        defer { removeCgroups() }
+        let program = folder.appendingPathComponent("chain").path
+        // Everything it makes ends by itself: the links after 10 s, the padders with their parent.
+        try """
+        #define _GNU_SOURCE
+        #include <sched.h>
+        #include <signal.h>
+        #include <stdio.h>
+        #include <stdlib.h>
+        #include <sys/mman.h>
+        #include <sys/prctl.h>
+        #include <sys/syscall.h>
+        #include <time.h>
+        #include <unistd.h>
+        #define STACKS 16
+        #define STACK (64 * 1024)
+        static volatile int stop, claimed;
+        static volatile time_t deadline;
+        static char *stacks[STACKS];
+        static volatile unsigned next;
+        static int link_fn(void *unused) {
+            for (;;) {
+                if (stop && __sync_bool_compare_and_swap(&claimed, 0, 1)) {
+                    char text[32];
+                    int n = snprintf(text, sizeof text, "link %ld\\n", syscall(SYS_getpid));
+                    write(1, text, n);
+                    while (time(0) < deadline) pause();
+                    syscall(SYS_exit, 0);
+                }
+                if (stop || time(0) > deadline) syscall(SYS_exit, 0);
+                unsigned i = __sync_fetch_and_add(&next, 1) % STACKS;
+                if (clone(link_fn, stacks[i] + STACK, CLONE_VM | SIGCHLD, 0) > 0) syscall(SYS_exit, 0);
+            }
+        }
+        static void finish(int signal) { stop = 1; }
+        int main(int argc, char **argv) {
+            prctl(PR_SET_CHILD_SUBREAPER, 1);
+            signal(SIGCHLD, SIG_IGN);
+            for (int i = atoi(argv[1]); i > 0; i--) {
+                if (fork() == 0) { prctl(PR_SET_PDEATHSIG, SIGKILL); for (;;) pause(); }
+            }
+            pid_t opener = fork();
+            if (opener > 0) { printf("opener %d\\n", opener); fflush(stdout); for (;;) pause(); }
+            prctl(PR_SET_PDEATHSIG, SIGKILL);
+            deadline = time(0) + 10;
+            signal(SIGUSR1, finish);
+            sigset_t usr1;  // the test runner starts its children with signals blocked
+            sigemptyset(&usr1);
+            sigaddset(&usr1, SIGUSR1);
+            sigprocmask(SIG_UNBLOCK, &usr1, 0);
+            for (int i = 0; i < STACKS; i++)
+                stacks[i] = mmap(0, STACK, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+            clone(link_fn, stacks[STACKS - 1] + STACK, CLONE_VM | SIGCHLD, 0);
+            while (time(0) < deadline + 1) pause();
+            return 0;
+        }
+        """.write(toFile: program + ".c", atomically: true, encoding: .utf8)
+        #expect(try runProcess(compiler, ["-O1", "-o", program, program + ".c"]).status == 0)
+        let padders = ProcessInfo.processInfo.environment["STEPGATE_CHAIN_PADDERS"].flatMap(Int.init) ?? 3000
+        let output = folder.appendingPathComponent("chain.out").path
+        let chain = try BackgroundProcess([program, "\(padders)"], output: output)
+        defer { withExtendedLifetime(chain) {} }
+        func number(after word: String) -> Int32? {
+            let text = (try? String(contentsOfFile: output, encoding: .utf8)) ?? ""
+            return text.split(separator: "\n").first { $0.hasPrefix(word + " ") }
+                .flatMap { Int32($0.dropFirst(word.count + 1)) }
+        }
+        var opener: Int32?
+        for _ in 0..<500 where opener == nil {
+            usleep(10_000)
+            opener = number(after: "opener")
+        }
+        let pid = try #require(opener)
+        usleep(500_000)  // the padders and the chain under way
+        let confinement = try Confinement(path: cgroup)
+        var refusal: Confinement.Failure?
+        do {
+            try confinement.confine(pid, into: ["games"], sharers: true)
+        } catch {
+            refusal = error
+        }
+        // The chain stops: its last link says who it is.
+        defer { kill(pid, SIGKILL) }
+        kill(pid, SIGUSR1)
+        var link: Int32?
+        for _ in 0..<300 where link == nil {
+            usleep(10_000)
+            link = number(after: "link")
+        }
+        let survivor = try #require(link)
+        defer { kill(survivor, SIGKILL) }
+        if let refusal {
+            // Refused: the game would not have been loaded.
+            #expect(refusal.description.contains("kept ending"), "\(refusal)")
+            return
+        }
+        #expect(
+            Freezer.cgroup(of: survivor) == group("games"), "a process sharing the opener's memory is outside"
+        )
+    }
+
+    /// A launcher that starts the game with `posix_spawn` (a vfork: the child shares the
+    /// launcher's memory until the exec) stays where it is; only the game is kept. Found in
+    /// review: the search for sharers would have moved a desktop launcher with every game it
+    /// started, and ended it at relock.
+    @Test func aLauncherThatVforksTheGameIsNotKeptWithIt() throws {
+        guard let compiler = cCompiler() else {
+            print("skipped: no C compiler")
+            return
+        }
+        defer { removeCgroups() }
+        let game = folder.appendingPathComponent("game").path
+        try FileManager.default.copyItem(atPath: "/bin/sleep", toPath: game)
+        let launcher = folder.appendingPathComponent("launcher").path
+        try """
+        #include <spawn.h>
+        #include <stdio.h>
+        #include <unistd.h>
+        extern char **environ;
+        int main(int argc, char **argv) {
+            pid_t game;
+            char *arguments[] = {argv[1], "600", 0};
+            if (posix_spawn(&game, argv[1], 0, 0, arguments, environ) != 0) return 1;
+            printf("%d\\n", game);
+            fflush(stdout);
+            for (;;) pause();
+        }
+        """.write(toFile: launcher + ".c", atomically: true, encoding: .utf8)
+        #expect(try runProcess(compiler, ["-O1", "-o", launcher, launcher + ".c"]).status == 0)
+        let shield = try unlockedShield([game])
+        let output = folder.appendingPathComponent("launcher.out").path
+        let started = try BackgroundProcess([launcher, game], asNobody: true, output: output)
+        defer { withExtendedLifetime((started, shield)) {} }
+        var spawned: Int32?
+        for _ in 0..<300 where spawned == nil {
+            usleep(10_000)
+            spawned = (try? String(contentsOfFile: output, encoding: .utf8))
+                .flatMap { Int32($0.trimmingCharacters(in: .whitespacesAndNewlines)) }
+        }
+        let child = try #require(spawned)
+        defer { kill(child, SIGKILL) }
+        #expect(Freezer.cgroup(of: child) == group("games"))
+        #expect(Freezer.cgroup(of: started.process.processIdentifier) != group("games"))
+    }
+
+    /// Attack round 10: a process whose first thread had ended (its other thread opening the
+    /// game) was compared by the ended thread, which has no memory: it matched the kernel's
+    /// threads, and the open was refused. It is compared through its live thread now.
+    @Test func anOpenerWhoseFirstThreadEndedIsKept() throws {
+        guard let compiler = cCompiler() else {
+            print("skipped: no C compiler")
+            return
+        }
+        defer { removeCgroups() }
+        let game = folder.appendingPathComponent("game").path
+        try FileManager.default.copyItem(atPath: "/bin/true", toPath: game)
+        let program = folder.appendingPathComponent("leaderless").path
+        try """
+        #include <fcntl.h>
+        #include <pthread.h>
+        #include <stdio.h>
+        #include <unistd.h>
+        static const char *path;
+        static void *opener(void *unused) {
+            usleep(200000);  // the first thread has ended by now
+            printf(open(path, O_RDONLY) >= 0 ? "opened\\n" : "refused\\n");
+            fflush(stdout);
+            for (;;) pause();
+        }
+        int main(int argc, char **argv) {
+            path = argv[1];
+            pthread_t thread;
+            pthread_create(&thread, 0, opener, 0);
+            pthread_exit(0);
+        }
+        """.write(toFile: program + ".c", atomically: true, encoding: .utf8)
+        #expect(try runProcess(compiler, ["-O1", "-pthread", "-o", program, program + ".c"]).status == 0)
+        let shield = try unlockedShield([game])
+        let output = folder.appendingPathComponent("leaderless.out").path
+        let started = try BackgroundProcess([program, game], asNobody: true, output: output)
+        defer { withExtendedLifetime((started, shield)) {} }
+        var said = ""
+        for _ in 0..<300 where said.isEmpty {
+            usleep(10_000)
+            said = (try? String(contentsOfFile: output, encoding: .utf8)) ?? ""
+        }
+        #expect(said == "opened\n")
+        // Its live thread's cgroup (the ended first thread shows the root's).
+        let pid = started.process.processIdentifier
+        let thread = try #require(ProcFile.numbers(in: "/proc/\(pid)/task")?.first { $0 != pid })
+        #expect(Freezer.cgroup(of: thread) == group("games"))
     }
 
     /// A process that opened files of two unlocked stores is ended when either is shielded
