@@ -40,7 +40,7 @@ struct ConfinementTests {
     private func removeCgroups() {
         guard let confinement = try? Confinement(path: cgroup) else { return }
         for group in confinement.groups() { confinement.kill(group) }
-        for _ in 0..<100 where !confinement.groups().isEmpty {
+        for _ in 0..<500 where !confinement.groups().isEmpty {
             confinement.removeEmpty()
             usleep(10_000)
         }
