@@ -677,30 +677,13 @@ struct ExecDenyShieldTests {
             #include <string.h>
             #include <sys/mman.h>
             #include <unistd.h>
+            \(copyMappingsC)
             __attribute__((constructor)) static void copy_and_leave(void) {
-                char exe[4096], line[8192];
+                char exe[4096];
                 ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
                 if (n <= 0) return;
                 exe[n] = 0;
-                unsigned long from[32], to[32];
-                char modes[32][5];
-                int count = 0;
-                FILE *maps = fopen("/proc/self/maps", "r");
-                while (maps && count < 32 && fgets(line, sizeof line, maps)) {
-                    char path[4096] = "";
-                    if (sscanf(line, "%lx-%lx %4s %*s %*s %*s %4095[^\\n]", &from[count], &to[count],
-                               modes[count], path) == 4 && strcmp(path, exe) == 0) count++;
-                }
-                if (maps) fclose(maps);
-                for (int i = 0; i < count; i++) {
-                    size_t length = to[i] - from[i];
-                    int prot = (modes[i][0] == 'r' ? PROT_READ : 0) | (modes[i][1] == 'w' ? PROT_WRITE : 0)
-                        | (modes[i][2] == 'x' ? PROT_EXEC : 0);
-                    void *copy = mmap(0, length, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-                    if (prot & PROT_READ) memcpy(copy, (void *)from[i], length);
-                    mprotect(copy, length, prot);
-                    mremap(copy, length, length, MREMAP_MAYMOVE | MREMAP_FIXED, (void *)from[i]);
-                }
+                copy_mappings_of(exe);
                 if (fork() > 0) _exit(0);
                 setsid();
             }

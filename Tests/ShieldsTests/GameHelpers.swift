@@ -56,3 +56,31 @@ func dynamicLoader() -> String? {
     ["/lib64/ld-linux-x86-64.so.2", "/lib/ld-linux-aarch64.so.1", "/lib/ld-linux-armhf.so.3"]
         .first { FileManager.default.isExecutableFile(atPath: $0) }
 }
+
+/// C source of `copy_mappings_of(file)`: every mapping of `file` in the calling process becomes
+/// an anonymous copy moved over it (what a game that hides what it runs does). Needs
+/// `<stdio.h>`, `<string.h>` and `<sys/mman.h>`.
+let copyMappingsC = """
+    static void copy_mappings_of(const char *file) {
+        char line[8192];
+        unsigned long from[32], to[32];
+        char modes[32][5];
+        int count = 0;
+        FILE *maps = fopen("/proc/self/maps", "r");
+        while (file && maps && count < 32 && fgets(line, sizeof line, maps)) {
+            char path[4096] = "";
+            if (sscanf(line, "%lx-%lx %4s %*s %*s %*s %4095[^\\n]", &from[count], &to[count],
+                       modes[count], path) == 4 && strcmp(path, file) == 0) count++;
+        }
+        if (maps) fclose(maps);
+        for (int i = 0; i < count; i++) {
+            size_t length = to[i] - from[i];
+            int prot = (modes[i][0] == 'r' ? PROT_READ : 0) | (modes[i][1] == 'w' ? PROT_WRITE : 0)
+                | (modes[i][2] == 'x' ? PROT_EXEC : 0);
+            void *copy = mmap(0, length, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+            if (prot & PROT_READ) memcpy(copy, (void *)from[i], length);
+            mprotect(copy, length, prot);
+            mremap(copy, length, length, MREMAP_MAYMOVE | MREMAP_FIXED, (void *)from[i]);
+        }
+    }
+    """
