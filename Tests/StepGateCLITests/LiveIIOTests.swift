@@ -247,14 +247,14 @@ struct LiveIIOTests {
         let device = try FakeIIO(profile: "lis3dh")
         defer { device.down() }
         var walk = SyntheticWalk()
-        // The samples are fed in real time whether or not `run` reads yet: 4 s of standing
-        // still first give it time to start on a loaded machine (a full parallel test run has
-        // started it over a second late and lost the walk's first steps).
-        walk.stillBefore = 4
+        walk.stillBefore = 1
         let samples = walk.samples(steps: 24)
         let feeder = Feeder(device, samples: samples, timing: .live(rate: 100))
         let ledger = try temporary("steps.json")
-        let seconds = Double(samples.count) / 100 + 1.5
+        // The feed starts when `run` enables the buffer; SIGINT comes `timeout` seconds after
+        // the start. 10 s of it for starting: a full parallel test run has taken over 5 s, and
+        // SIGINT then cut the walk off.
+        let seconds = Double(samples.count) / 100 + 1.5 + 10
         let run = try device.exec(
             [stepgate, "run", "--json", "--ledger", ledger, "--goal", "20"], timeout: Int(seconds))
         feeder.wait()
