@@ -36,20 +36,26 @@ let package = Package(
         .systemLibrary(name: "CSystemd", pkgConfig: "libsystemd", providers: [.apt(["libsystemd-dev"])]),
         // Desktop notifications on a user's session bus (org.freedesktop.Notifications).
         .target(name: "Notifications", dependencies: ["CSystemd"]),
+        // libmosquitto 2.0, the MQTT client library: its header only; libmosquitto.so.1 is opened
+        // when a daemon with an "mqtt" section starts (Sources/Household/LibMosquitto.swift).
+        .systemLibrary(name: "CMosquitto", providers: [.apt(["libmosquitto-dev"])]),
+        // The household over MQTT: the broker connection, the gate's state and Home Assistant
+        // discovery out, commands in.
+        .target(name: "Household", dependencies: ["CMosquitto", "TypedJSON"]),
         // The live pipeline: the event loop, the control socket, timers and the input, with the
         // clock, the shields, the socket and the sample source injected.
         .target(
             name: "StepGateDaemon",
             dependencies: [
                 "StepDetection", "SensorInput", "UnlockPolicy", "SystemFiles", "Shields", "Formatting",
-                "Notifications", "CLinux",
+                "Notifications", "CLinux", "Household",
             ]),
         // The imperative shell: one file per subcommand.
         .target(
             name: "StepGateCLI",
             dependencies: [
                 "StepDetection", "SensorInput", "Tuning", "UnlockPolicy", "SystemFiles", "Shields",
-                "Formatting", "StepGateDaemon", "Notifications", "CLinux",
+                "Formatting", "StepGateDaemon", "Notifications", "CLinux", "Household",
             ]),
         .executableTarget(
             name: "stepgate", dependencies: ["StepGateCLI"],
@@ -62,7 +68,7 @@ let package = Package(
                     .when(configuration: .release))
             ]),
         // Test support: fakes and fixture loading, for test targets only.
-        .target(name: "StepGateTestSupport", dependencies: ["SensorInput", "StepDetection"]),
+        .target(name: "StepGateTestSupport", dependencies: ["SensorInput", "StepDetection", "Household"]),
         // Tests
         .testTarget(name: "StepDetectionTests", dependencies: ["StepDetection", "StepGateTestSupport"]),
         .testTarget(name: "SensorInputTests", dependencies: ["SensorInput", "StepGateTestSupport"]),
@@ -76,6 +82,7 @@ let package = Package(
         .testTarget(
             name: "ShieldsTests",
             dependencies: ["Shields", "UnlockPolicy", "TypedJSON", "StepGateTestSupport", "CLinux"]),
+        .testTarget(name: "HouseholdTests", dependencies: ["Household", "TypedJSON", "StepGateTestSupport"]),
         .testTarget(
             name: "NotificationsTests", dependencies: ["Notifications", "CSystemd", "StepGateTestSupport"]),
         .testTarget(
@@ -93,6 +100,7 @@ let package = Package(
                 "StepGateCLI", "StepGateDaemon", "StepGateTestSupport", "stepgate", "SensorInput",
                 "StepDetection",
                 "Tuning", "UnlockPolicy", "Shields", "Formatting", "TypedJSON", "CLinux", "Notifications",
+                "Household",
             ]
         ),
     ],

@@ -7,10 +7,13 @@ set -euo pipefail
 # tools, iiod for the network tests), unshare/nsenter/ip for the emulated IIO device, nftables
 # for the network shield (tested in a network namespace of its own), man and groff to check
 # that the manual page renders without warnings, libsystemd-dev for desktop notifications over
-# sd-bus, and dbus-daemon with dbus-bin for the private session buses the notification tests start.
+# sd-bus, dbus-daemon with dbus-bin for the private session buses the notification tests start,
+# libmosquitto-dev for the MQTT link, and mosquitto (broker and mosquitto_passwd) for the brokers
+# the MQTT tests start on loopback ports of their own. Debian enables the mosquitto service on
+# install (a broker on localhost:1883); `systemctl disable --now mosquitto` if that is unwanted.
 packages=(
     libiio-dev libiio-utils iiod pkg-config iproute2 util-linux nftables man-db groff-base libsystemd-dev
-    dbus-daemon dbus-bin
+    dbus-daemon dbus-bin libmosquitto-dev mosquitto
 )
 
 missing=()

@@ -1,5 +1,6 @@
 import Formatting
 import Foundation
+import Household
 import Shields
 import StepGateDaemon
 import SystemFiles
@@ -74,8 +75,9 @@ struct DaemonCommand: Command {
             return
         }
         let daemon = try Daemon(
-            configuration: configuration, configPath: configPath, log: Logger(level: verbose ? .debug : .info)
-        )
+            configuration: configuration, configPath: configPath,
+            log: Logger(level: verbose ? .debug : .info),
+            version: StepGate.version)
         try await daemon.run()
     }
 
@@ -143,6 +145,14 @@ struct DaemonCommand: Command {
             }
             plan.append(
                 "hook \(name): runs \(hook.command.joined(separator: " ")) (timeout \(Int(hook.timeout)) s)")
+        }
+        if let mqtt = c.mqtt {
+            if let problem = MQTTClient.libraryProblem { problems.append("mqtt: \(problem)") }
+            plan.append(
+                "mqtt: publishes steps and each store's state (retained) under \(mqtt.topicPrefix) at "
+                    + "\(mqtt.broker.described)\(mqtt.broker.username.map { " as \($0)" } ?? ""), "
+                    + (mqtt.discoveryPrefix.map { "Home Assistant discovery under \($0)/, " } ?? "")
+                    + "availability with a will; enforcement never waits on the broker")
         }
         for kind in Target.Kind.allCases where !used(kind).isEmpty {
             let enforced: Bool

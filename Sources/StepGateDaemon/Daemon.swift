@@ -2,6 +2,7 @@
 import Formatting
 import Foundation
 @preconcurrency import Glibc
+import Household
 import SensorInput
 package import Shields
 import StepDetection
@@ -45,9 +46,12 @@ package final class Daemon {
     private let ledger: StepLedger
     /// Desktop notices: the shield screen and the notices around an unlock.
     private var notices: DesktopNotices
+    /// The household over MQTT, when configured (and libmosquitto could be opened).
+    private var household: HouseholdLink?
 
     package init(
-        configuration: DaemonConfiguration, configPath: String, log: Logger, system: DaemonSystem = .machine
+        configuration: DaemonConfiguration, configPath: String, log: Logger, system: DaemonSystem = .machine,
+        version: String = "unknown"
     ) throws {
         self.system = system
         clock = system.clock
@@ -81,6 +85,17 @@ package final class Daemon {
         workers = ShieldWorkers(shields) { inbox.post(.shieldOutcome($0)) }
         resolveExecutables()
         updateBrowserPolicies()
+        if let mqtt = configuration.mqtt {
+            // Enforcement never depends on the broker: without the library the gate runs on
+            // and says why there is no MQTT.
+            do {
+                household = try HouseholdLink(
+                    mqtt, stores: configuration.policy.stores.map(\.name), version: version, log: log,
+                    inbox: inbox)
+            } catch {
+                log.error("mqtt: \(error); running without MQTT")
+            }
+        }
     }
 
     /// The user ids in the admin group: its listed members and the users whose primary group it
@@ -209,6 +224,8 @@ package final class Daemon {
                     at: clock.now()))
         }
         perform(engine.handle(.tick, at: clock.now()))
+        household?.start(snapshot(clock.now()))
+        defer { household?.stop() }
         // The shields are decided: the exec shield answers (an adopted group's queued opens
         // too), and its group goes to systemd's store, so a restart or a crash leaves the marks
         // in place (opens wait for the next instance instead of going through).
@@ -280,8 +297,12 @@ package final class Daemon {
                     } else {
                         log.notice("input ended; still enforcing")
                     }
+                case .household(let event):
+                    household?.handle(event)
                 }
             }
+            // What changed, to the household (only what differs is sent).
+            household?.update(snapshot(clock.now()))
         }
     }
 
@@ -492,6 +513,9 @@ package final class Daemon {
         {
             log.warning("reload: input, control socket and state directory changes take effect on restart")
         }
+        if fresh.mqtt != configuration.mqtt {
+            log.warning("reload: changes to 'mqtt' take effect on restart (systemctl restart stepgate)")
+        }
         if fresh.shieldSettings != configuration.shieldSettings {
             log.warning(
                 "reload: changes to 'shields' and 'adminGroup' (running programs, grace period, files, hooks) "
@@ -511,7 +535,21 @@ package final class Daemon {
         return nil
     }
 
-    private func statusJSON(_ now: Instant) -> String {
+    private func statusJSON(_ now: Instant) -> String { ControlCoding.line(statusReply(now)) }
+
+    /// The gate's state for the household: what `status` says, in MQTT's terms.
+    private func snapshot(_ now: Instant) -> GateSnapshot {
+        let reply = statusReply(now)
+        return GateSnapshot(
+            stepsToday: reply.stepsToday, input: reply.input,
+            stores: reply.stores.map {
+                GateSnapshot.Store(
+                    name: $0.name, shielded: $0.shielded, unlockedUntil: $0.unlockedUntil, owners: $0.owners,
+                    steps: $0.steps, nextGoal: $0.nextGoal, stepsToGo: $0.stepsToGo, health: $0.shieldHealth)
+            }, problems: reply.problems)
+    }
+
+    private func statusReply(_ now: Instant) -> StatusReply {
         let status = engine.status(at: now)
         let formatter = ISO8601DateFormatter()
         let stores = status.stores.map { s in
@@ -534,12 +572,11 @@ package final class Daemon {
             let seconds = Double((due - now.monotonic).components.seconds)
             return formatter.string(from: now.wall.addingTimeInterval(max(0, seconds)))
         }
-        return ControlCoding.line(
-            StatusReply(
-                ok: true, input: inputState, samples: counts.samples, stepsSinceStart: counts.steps,
-                stepsToday: counts.today, lastDays: ledger.lastDays(), stores: stores,
-                emergencyRemaining: status.emergencyRemaining, problems: status.problems,
-                nextChange: nextChange, unenforcedKinds: missing.isEmpty ? nil : missing))
+        return StatusReply(
+            ok: true, input: inputState, samples: counts.samples, stepsSinceStart: counts.steps,
+            stepsToday: counts.today, lastDays: ledger.lastDays(), stores: stores,
+            emergencyRemaining: status.emergencyRemaining, problems: status.problems,
+            nextChange: nextChange, unenforcedKinds: missing.isEmpty ? nil : missing)
     }
 
     /// Resolves the configured executables (symlinks followed, names looked up on `PATH`).

@@ -1,5 +1,6 @@
 import Formatting
 import Foundation
+package import Household
 package import Shields
 package import StepDetection
 import SystemFiles
@@ -99,6 +100,8 @@ package struct DaemonConfiguration {
     package var messages: [String: Message] = [:]
     /// Desktop notices (see ``NoticeSettings``).
     package var notifications = NoticeSettings()
+    /// The household over MQTT (see ``MQTTSettings``); nil: none.
+    package var mqtt: MQTTSettings?
 
     /// The shield settings (`shields`, `adminGroup`) as text, to tell whether a reload changed
     /// them: the shields are made at start, so such a change takes effect on restart.
@@ -115,7 +118,7 @@ package struct DaemonConfiguration {
 
     package static let keys: Set<String> = [
         "input", "detector", "policy", "stateDirectory", "controlSocket", "adminGroup", "shields", "messages",
-        "notifications",
+        "notifications", "mqtt",
     ]
 
     /// Reads and checks a configuration file; errors name the file and the key path. The file is
@@ -352,6 +355,7 @@ package struct DaemonConfiguration {
             }
         }
         configuration.notifications = try NoticeSettings.parse(root["notifications"], policy: policy)
+        configuration.mqtt = try MQTTSettings.parse(root["mqtt"])
         return configuration
     }
 

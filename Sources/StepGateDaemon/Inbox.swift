@@ -1,4 +1,5 @@
 @preconcurrency import Glibc
+import Household
 import Shields
 import Synchronization
 
@@ -21,6 +22,8 @@ enum DaemonEvent: Sendable {
     case shieldOutcome(ShieldOutcome)
     /// The exec shield denied a launch (for the shield screen on the user's desktop).
     case execDenied(ExecDenial)
+    /// The MQTT connection came up or went down, or a message arrived.
+    case household(MQTTClient.Event)
 }
 
 /// The loop's inbox. Nothing the gate needs can be dropped: steps add up, ticks, signals and
@@ -40,6 +43,11 @@ final class Inbox: Sendable {
         /// Denied launches waiting for their notice; at most 32 (the rest are dropped: a notice
         /// per user and store is rate-limited anyway, and a flood must not grow the inbox).
         var denials: [ExecDenial] = []
+        /// The MQTT connection's latest change, and messages from the broker: at most 64 (a
+        /// flood from the broker must not grow the inbox; commands are answered, so a sender
+        /// sees what was dropped).
+        var connection: MQTTClient.Event?
+        var messages: [MQTTClient.Event] = []
     }
     private let pending = Mutex(Pending())
     private let doorbell: AsyncStream<Void>.Continuation
@@ -62,6 +70,12 @@ final class Inbox: Sendable {
             case .shieldsChanged: p.shieldsChanged = true
             case .shieldOutcome(let outcome): p.outcomes.append(outcome)
             case .execDenied(let denial): if p.denials.count < 32 { p.denials.append(denial) }
+            case .household(let event):
+                if case .message = event {
+                    if p.messages.count < 64 { p.messages.append(event) }
+                } else {
+                    p.connection = event
+                }
             }
         }
         doorbell.yield()
@@ -81,6 +95,8 @@ final class Inbox: Sendable {
             if case .some(let reason) = p.inputEnded { events.append(.inputEnded(reason)) }
             events += p.requests.map { .request($0) }
             events += p.denials.map { .execDenied($0) }
+            if let connection = p.connection { events.append(.household(connection)) }
+            events += p.messages.map { .household($0) }
             let stop = p.stop
             p = Pending()
             p.stop = stop  // a stop stays latched

@@ -1,0 +1,116 @@
+import Foundation
+import Glibc
+import Household
+import StepGateTestSupport
+import Testing
+
+/// The daemon with an `mqtt` section against a real Mosquitto broker: retained state and Home
+/// Assistant discovery, availability through a goodbye and through the will.
+@Suite(
+    "the daemon over MQTT (real broker)",
+    .enabled(if: TestBroker.unavailableReason == nil, "\(TestBroker.unavailableReason ?? "")"),
+    .timeLimit(.minutes(2)))
+struct HouseholdDaemonTests {
+    private static let acl = """
+        user gate
+        topic readwrite stepgate/#
+        topic readwrite homeassistant/#
+
+        user viewer
+        topic read #
+
+        """
+
+    private func config(_ folder: URL, port: Int) throws -> String {
+        let password = folder.appendingPathComponent("mqtt-password").path
+        try "gate-secret\n".write(toFile: password, atomically: true, encoding: .utf8)
+        chmod(password, 0o600)
+        return """
+            {
+              "input": {"replay": "\(Fixtures.samples.appendingPathComponent("walk-front-pocket-303.csv").path)", "speed": 20},
+              "policy": {"stores": {"games": {
+                 "selection": {"domains": ["example.com"]},
+                 "gate": {"goals": [{"steps": 50, "minutes": 1}]}}}},
+              "stateDirectory": "\(folder.appendingPathComponent("state").path)",
+              "controlSocket": "\(folder.appendingPathComponent("control.sock").path)",
+              "shields": {"domains": {"browserPolicies": false, "path": "\(folder.appendingPathComponent("hosts").path)"}},
+              "mqtt": {"host": "127.0.0.1", "port": \(port), "username": "gate", "passwordFile": "\(password)",
+                       "keepalive": 5, "topicPrefix": "stepgate/test"}
+            }
+            """
+    }
+
+    @Test func stateAndDiscoveryAreRetainedAndAvailabilityFollowsTheDaemon() throws {
+        let broker = try TestBroker(users: ["gate": "gate-secret", "viewer": "look"], acl: Self.acl)
+        let folder = try Fixtures.temporaryFolder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        try "127.0.0.1 localhost\n".write(
+            toFile: folder.appendingPathComponent("hosts").path, atomically: true, encoding: .utf8)
+        let daemon = try TestDaemon(folder: folder, config: try config(folder, port: broker.port))
+        // The walk unlocks the store (50 steps at 20 × speed).
+        try daemon.wait(30, for: "the unlock") { $0["shielded"] as? Bool == false }
+
+        // A viewer connecting afterwards gets everything from the retained messages.
+        let (viewer, seen) = try testClient(
+            broker, id: "viewer", user: ("viewer", "look"), subscribe: ["stepgate/test/#", "homeassistant/#"])
+        defer { viewer.stop() }
+        #expect(
+            seen.wait(10) {
+                $0.last("stepgate/test/store/games")?.text.contains(#""state":"unlocked""#) == true
+            },
+            "\(seen.messages.map(\.topic))\n\(daemon.log)")
+        #expect(seen.last("stepgate/test/availability")?.text == "online")
+        let status = try daemon.status()
+        let today = try #require(status["stepsToday"] as? Int)
+        #expect(today >= 50)
+        // Steps are published as they change; the replay may still be counting.
+        #expect(
+            seen.wait(10) {
+                guard let text = $0.last("stepgate/test/steps")?.text,
+                    let object = try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any]
+                else { return false }
+                return (object["today"] as? Int ?? 0) >= today
+            })
+        #expect(seen.wait { $0.messages.filter { $0.topic.hasPrefix("homeassistant/") }.count >= 5 })
+        let discovery = seen.messages.filter { $0.topic.hasPrefix("homeassistant/") }.map(\.topic)
+        #expect(discovery.contains { $0.hasSuffix("/games_unlocked/config") }, "\(discovery)")
+        #expect(seen.last("stepgate/test/problems")?.text == #"{"count":0,"problems":[]}"#)
+        #expect(daemon.log.contains("mqtt: connected"))
+
+        // Killed, the daemon cannot say goodbye: the broker says offline for it (its will).
+        daemon.kill(SIGKILL)
+        #expect(seen.wait(10) { $0.last("stepgate/test/availability")?.text == "offline" })
+
+        // Started again and stopped cleanly: online, then offline from its goodbye.
+        let again = try TestDaemon(folder: folder, config: try config(folder, port: broker.port))
+        #expect(seen.wait(10) { $0.last("stepgate/test/availability")?.text == "online" })
+        again.kill(SIGTERM)
+        #expect(seen.wait(10) { $0.last("stepgate/test/availability")?.text == "offline" })
+        #expect(!again.log.contains("mqtt: the broker refused"))
+    }
+
+    @Test func theGateRunsOnWithoutTheBrokerAndCatchesUpWhenItComes() throws {
+        let broker = try TestBroker(users: ["gate": "gate-secret", "viewer": "look"], acl: Self.acl)
+        broker.kill()
+        let folder = try Fixtures.temporaryFolder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        try "127.0.0.1 localhost\n".write(
+            toFile: folder.appendingPathComponent("hosts").path, atomically: true, encoding: .utf8)
+        let daemon = try TestDaemon(folder: folder, config: try config(folder, port: broker.port))
+        defer { daemon.kill(SIGKILL) }
+        // Enforcement goes on: the walk unlocks with no broker.
+        try daemon.wait(30, for: "the unlock without a broker") { $0["shielded"] as? Bool == false }
+        #expect(daemon.log.contains("mqtt: "), "\(daemon.log)")
+        try broker.start()
+        let (viewer, seen) = try testClient(
+            broker, id: "viewer", user: ("viewer", "look"), subscribe: ["stepgate/test/#"])
+        defer { viewer.stop() }
+        // The daemon's reconnection pause doubles from 1 s; within 15 s it is back.
+        #expect(
+            seen.wait(15) {
+                $0.last("stepgate/test/store/games")?.text.contains(#""state":"unlocked""#) == true
+            },
+            "\(daemon.log)\n\(broker.log)")
+        #expect(seen.last("stepgate/test/availability")?.text == "online")
+    }
+}
