@@ -88,6 +88,10 @@ package struct GateTopics: Sendable {
     package var steps: String { "\(prefix)/steps" }
     package var problems: String { "\(prefix)/problems" }
     package func store(_ name: String) -> String { "\(prefix)/store/\(name)" }
+    /// Commands in (with `commands` on), as control socket request lines plus an optional `id`.
+    package var command: String { "\(prefix)/command" }
+    /// Every command's answer: `{"id": …, "reply": {…}}`, not retained.
+    package var reply: String { "\(prefix)/reply" }
 
     package var online: MQTTMessage { MQTTMessage(topic: availability, text: "online", retain: true) }
     package var offline: MQTTMessage { MQTTMessage(topic: availability, text: "offline", retain: true) }

@@ -27,10 +27,13 @@ package struct MQTTSettings: Equatable, Sendable {
     /// Home Assistant's discovery prefix; nil: no discovery messages.
     package var discoveryPrefix: String?
     package var passwordFile: String?
+    /// Whether the gate takes commands (lock, skip, emergency unlock…) from `PREFIX/command`;
+    /// whoever the broker lets publish there has the admin group's rights.
+    package var commands = false
 
     package static let keys: Set<String> = [
         "host", "port", "socket", "clientID", "username", "passwordFile", "tls", "keepalive", "topicPrefix",
-        "discoveryPrefix",
+        "discoveryPrefix", "commands",
     ]
 
     /// This machine's host name (the defaults' `HOSTNAME`).
@@ -149,8 +152,16 @@ package struct MQTTSettings: Equatable, Sendable {
                 path: "mqtt.discoveryPrefix",
                 message: "expected a topic prefix like \"homeassistant\" or false, found \(value.excerpt)")
         }
-        return MQTTSettings(
+        var settings = MQTTSettings(
             broker: broker, topicPrefix: prefix, discoveryPrefix: discovery, passwordFile: passwordFile)
+        switch members["commands"] {
+        case nil: break
+        case .bool(let flag)?: settings.commands = flag
+        case let value?:
+            throw JSONPathError(
+                path: "mqtt.commands", message: "expected true or false, found \(value.excerpt)")
+        }
+        return settings
     }
 
     /// A topic prefix: levels separated by `/`, none empty, no wildcards, no NUL.

@@ -152,7 +152,11 @@ struct DaemonCommand: Command {
                 "mqtt: publishes steps and each store's state (retained) under \(mqtt.topicPrefix) at "
                     + "\(mqtt.broker.described)\(mqtt.broker.username.map { " as \($0)" } ?? ""), "
                     + (mqtt.discoveryPrefix.map { "Home Assistant discovery under \($0)/, " } ?? "")
-                    + "availability with a will; enforcement never waits on the broker")
+                    + "availability with a will; "
+                    + (mqtt.commands
+                        ? "takes lock, skip and emergency commands from \(mqtt.topicPrefix)/command with the admin group's rights (the broker's ACL must let only admins publish there); "
+                        : "")
+                    + "enforcement never waits on the broker")
         }
         for kind in Target.Kind.allCases where !used(kind).isEmpty {
             let enforced: Bool

@@ -40,16 +40,20 @@ package final class ControlRequest: Sendable {
     package let peer: PeerCredentials
     /// Whether the peer may change the policy (root or the admin group).
     package let isAdmin: Bool
+    /// Who asked, for the policy's record and the journal: `uid N` on the control socket,
+    /// `mqtt PREFIX/command` from the broker.
+    package let origin: String
     private let deliver: @Sendable (String) -> Void
     private let answered = Atomic<Bool>(false)
 
     package init(
-        command: ControlCommand, peer: PeerCredentials, isAdmin: Bool,
+        command: ControlCommand, peer: PeerCredentials, isAdmin: Bool, origin: String? = nil,
         deliver: @escaping @Sendable (String) -> Void = { _ in }
     ) {
         self.command = command
         self.peer = peer
         self.isAdmin = isAdmin
+        self.origin = origin ?? "uid \(peer.uid)"
         self.deliver = deliver
     }
 

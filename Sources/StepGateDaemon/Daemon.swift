@@ -298,7 +298,8 @@ package final class Daemon {
                         log.notice("input ended; still enforcing")
                     }
                 case .household(let event):
-                    household?.handle(event)
+                    // A command from the broker is answered like one from the control socket.
+                    if let request = household?.handle(event) { answer(request) }
                 }
             }
             // What changed, to the household (only what differs is sent).
@@ -482,7 +483,7 @@ package final class Daemon {
                 }
             }
         case .lock, .skip, .emergency:
-            guard let command = request.command.policyCommand(by: "uid \(request.peer.uid)") else { return }
+            guard let command = request.command.policyCommand(by: request.origin) else { return }
             let effects = engine.handle(.command(command), at: now)
             perform(effects)
             let notices = effects.compactMap { effect -> String? in

@@ -28,6 +28,8 @@ import TypedJSON
         #expect(settings.topicPrefix == "stepgate/den")
         #expect(settings.discoveryPrefix == "homeassistant")
         #expect(settings.broker.keepalive == 30)
+        #expect(!settings.commands)
+        #expect(try parse(#"{"commands": true}"#)?.commands == true)
         #expect(
             try parse(#"{"socket": "/run/mosquitto/mqtt.sock", "discoveryPrefix": false}"#)?.broker.address
                 == .unixSocket("/run/mosquitto/mqtt.sock"))
@@ -50,6 +52,7 @@ import TypedJSON
             error(#"{"tls": {"caFile": "/nonexistent/ca.crt"}}"#)?.message.contains(
                 "cannot read /nonexistent/ca.crt") == true)
         #expect(error("[]")?.path == "mqtt")
+        #expect(error(#"{"commands": 1}"#)?.path == "mqtt.commands")
     }
 
     @Test func thePasswordIsReadFromAFileOnlyItsOwnerMayRead() throws {

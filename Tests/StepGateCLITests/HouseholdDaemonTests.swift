@@ -19,9 +19,13 @@ struct HouseholdDaemonTests {
         user viewer
         topic read #
 
+        user parent
+        topic write stepgate/test/command
+        topic read stepgate/test/#
+
         """
 
-    private func config(_ folder: URL, port: Int) throws -> String {
+    private func config(_ folder: URL, port: Int, commands: Bool = false) throws -> String {
         let password = folder.appendingPathComponent("mqtt-password").path
         try "gate-secret\n".write(toFile: password, atomically: true, encoding: .utf8)
         chmod(password, 0o600)
@@ -35,7 +39,7 @@ struct HouseholdDaemonTests {
               "controlSocket": "\(folder.appendingPathComponent("control.sock").path)",
               "shields": {"domains": {"browserPolicies": false, "path": "\(folder.appendingPathComponent("hosts").path)"}},
               "mqtt": {"host": "127.0.0.1", "port": \(port), "username": "gate", "passwordFile": "\(password)",
-                       "keepalive": 5, "topicPrefix": "stepgate/test"}
+                       "keepalive": 5, "topicPrefix": "stepgate/test", "commands": \(commands)}
             }
             """
     }
@@ -112,5 +116,80 @@ struct HouseholdDaemonTests {
             },
             "\(daemon.log)\n\(broker.log)")
         #expect(seen.last("stepgate/test/availability")?.text == "online")
+    }
+
+    @Test func commandsAreTakenOnlyFromWhomTheBrokerLetsPublishThem() throws {
+        let broker = try TestBroker(
+            users: ["gate": "gate-secret", "viewer": "look", "parent": "in-charge"], acl: Self.acl)
+        let folder = try Fixtures.temporaryFolder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        try "127.0.0.1 localhost\n".write(
+            toFile: folder.appendingPathComponent("hosts").path, atomically: true, encoding: .utf8)
+        let daemon = try TestDaemon(
+            folder: folder, config: try config(folder, port: broker.port, commands: true))
+        try daemon.wait(30, for: "the unlock") { $0["shielded"] as? Bool == false }
+        #expect(!daemon.hostsBlocked)
+        let (parent, replies) = try testClient(
+            broker, id: "parent", user: ("parent", "in-charge"), subscribe: ["stepgate/test/reply"])
+        defer { parent.stop() }
+        let (viewer, viewed) = try testClient(broker, id: "viewer", user: ("viewer", "look"))
+        defer { viewer.stop() }
+        #expect(replies.wait { $0.connected() } && viewed.wait { $0.connected() })
+        let lock = #"{"command": "lock", "store": "games", "minutes": 5, "id": "p1"}"#
+
+        // Someone who may only read: the broker drops the command, nothing changes.
+        viewer.publish(MQTTMessage(topic: "stepgate/test/command", text: lock))
+        usleep(1_500_000)
+        #expect(try daemon.store("games")["shielded"] as? Bool == false)
+        #expect(replies.messages.isEmpty)
+
+        // The parent: shielded within a second, answered on the reply topic, journaled.
+        let sent = Date()
+        parent.publish(MQTTMessage(topic: "stepgate/test/command", text: lock))
+        try daemon.wait(5, for: "the lock") { $0["shielded"] as? Bool == true }
+        #expect(Date().timeIntervalSince(sent) < 1.5)
+        #expect(daemon.hostsBlocked)
+        #expect(replies.wait { !$0.messages.isEmpty })
+        let answer = try #require(replies.messages.first).text
+        #expect(answer.hasPrefix(#"{"id":"p1","reply":{"#) && answer.contains(#""ok":true"#), "\(answer)")
+        #expect(daemon.log.contains(#"mqtt stepgate/test/command: {"command":"lock""#), "\(daemon.log)")
+        let owners = try daemon.store("games")["owners"] as? [String] ?? []
+        #expect(owners.contains { $0.contains("mqtt stepgate/test/command") }, "\(owners)")
+
+        // Delivered twice (at least once): carried out once, answered once. A malformed command
+        // is answered with what is wrong.
+        parent.publish(MQTTMessage(topic: "stepgate/test/command", text: lock))
+        parent.publish(
+            MQTTMessage(
+                topic: "stepgate/test/command", text: #"{"command": "lock", "store": "games", "id": "p2"}"#))
+        #expect(replies.wait { $0.messages.count >= 2 }, "\(replies.messages.map(\.text))")
+        usleep(300_000)
+        var texts = replies.messages.map(\.text)
+        #expect(texts.filter { $0.contains(#""id":"p1""#) }.count == 1, "\(texts)")
+        #expect(
+            texts.contains { $0.contains(#""id":"p2""#) && $0.contains(#"\"minutes\" must be a number"#) },
+            "\(texts)")
+
+        // A command left retained reaches a gate again at every (re)subscription, flagged as
+        // retained: refused there, so it is not carried out again after a restart.
+        parent.publish(
+            MQTTMessage(
+                topic: "stepgate/test/command", text: #"{"command": "status", "id": "r1"}"#, retain: true))
+        #expect(replies.wait { $0.messages.contains { $0.text.contains(#""id":"r1""#) } })
+        daemon.kill(SIGTERM)
+        let again = try TestDaemon(
+            folder: folder, config: try config(folder, port: broker.port, commands: true))
+        defer { again.kill(SIGKILL) }
+        #expect(
+            replies.wait(10) {
+                $0.messages.contains {
+                    $0.text.contains(#""id":"r1""#) && $0.text.contains("retained commands are ignored")
+                }
+            })
+        texts = replies.messages.map(\.text)
+        #expect(texts.filter { $0.contains(#""id":"r1""#) }.count == 2, "\(texts)")
+        #expect(again.log.contains("a retained command on stepgate/test/command was ignored"))
+        // The retained command is cleared, so later tests of this broker do not see it.
+        parent.publish(MQTTMessage(topic: "stepgate/test/command", payload: [], retain: true))
     }
 }
