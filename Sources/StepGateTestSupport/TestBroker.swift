@@ -16,12 +16,16 @@ public final class TestBroker {
 
     public let folder: URL
     public let port: Int
+    /// With `tls`, the test CA's certificate (what a client checks the broker against).
+    public private(set) var caFile: String?
     private let configPath: String
     private var process: BackgroundProcess?
 
     /// `users`: name → password (anonymous clients are then refused). `acl`: the ACL file's
     /// text (Mosquitto's `user NAME` / `topic read|write|readwrite FILTER` lines).
-    public init(users: [String: String] = [:], acl: String? = nil) throws {
+    /// With `tls`, the listener speaks TLS only, with a certificate for `localhost` signed by a
+    /// CA made for the test (openssl, RSA 2048, valid one day).
+    public init(users: [String: String] = [:], acl: String? = nil, tls: Bool = false) throws {
         folder = try TemporaryFolders.make("broker")
         port = try TestBroker.freePort()
         var config = [
@@ -30,6 +34,20 @@ public final class TestBroker {
         ]
         // As root, Mosquitto drops to the user "mosquitto", who cannot read the test's folder.
         if geteuid() == 0 { config.append("user root") }
+        if tls {
+            let f = folder.path
+            for command in [
+                "openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=StepGate-test-CA -keyout \(f)/ca.key -out \(f)/ca.crt",
+                "openssl req -newkey rsa:2048 -nodes -subj /CN=localhost -addext subjectAltName=DNS:localhost,IP:127.0.0.1 -keyout \(f)/server.key -out \(f)/server.csr",
+                "openssl x509 -req -in \(f)/server.csr -CA \(f)/ca.crt -CAkey \(f)/ca.key -CAcreateserial -days 1 -copy_extensions copy -out \(f)/server.crt",
+            ] {
+                let status = try TestBroker.run(
+                    ["/usr/bin/openssl"] + command.split(separator: " ").dropFirst().map(String.init))
+                guard status == 0 else { throw TestBrokerError("\(command) failed (\(status))") }
+            }
+            config += ["cafile \(f)/ca.crt", "certfile \(f)/server.crt", "keyfile \(f)/server.key"]
+            caFile = "\(f)/ca.crt"
+        }
         if !users.isEmpty {
             let passwords = folder.appendingPathComponent("passwords").path
             for (index, (name, password)) in users.sorted(by: { $0.key < $1.key }).enumerated() {

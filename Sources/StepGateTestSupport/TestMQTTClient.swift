@@ -35,9 +35,10 @@ package final class Received: Sendable {
 /// A client of `broker` on loopback, started, that records what it gets.
 package func testClient(
     _ broker: TestBroker, id: String, user: (String, String)? = nil, will: MQTTMessage? = nil,
-    subscribe filters: [String] = []
+    subscribe filters: [String] = [], host: String = "127.0.0.1", caFile: String? = nil
 ) throws -> (MQTTClient, Received) {
-    var settings = MQTTBroker(address: .tcp(host: "127.0.0.1", port: broker.port), clientID: id)
+    var settings = MQTTBroker(address: .tcp(host: host, port: broker.port), clientID: id)
+    settings.tls = caFile.map { MQTTBroker.TLS(caFile: $0) }
     settings.username = user?.0
     settings.password = user?.1
     settings.keepalive = 5

@@ -85,4 +85,27 @@ struct MQTTClientTests {
         try broker.start()
         #expect(events.wait(10) { $0.all.contains(.connected) })
     }
+
+    @Test func tlsChecksTheBrokersCertificate() throws {
+        let broker = try TestBroker(tls: true)
+        let ca = try #require(broker.caFile)
+        let (client, up) = try testClient(
+            broker, id: "gate", subscribe: ["gate/#"], host: "localhost", caFile: ca)
+        defer { client.stop() }
+        #expect(up.wait { $0.connected() }, "\(up.all)\n\(broker.log)")
+        client.publish(MQTTMessage(topic: "gate/steps", text: "7", retain: true))
+        #expect(up.wait { $0.last("gate/steps")?.text == "7" })
+        // A broker whose certificate another CA signed is not talked to.
+        let other = try TestBroker(tls: true)
+        let (wrong, refused) = try testClient(
+            broker, id: "gate2", host: "localhost", caFile: other.caFile)
+        defer { wrong.stop() }
+        #expect(refused.wait { $0.all.contains { if case .disconnected = $0 { true } else { false } } })
+        #expect(!refused.connected())
+        // Plain MQTT to a TLS listener does not get through either.
+        let (plain, none) = try testClient(broker, id: "gate3")
+        defer { plain.stop() }
+        #expect(none.wait { $0.all.contains { if case .disconnected = $0 { true } else { false } } })
+        #expect(!none.connected())
+    }
 }
