@@ -30,10 +30,13 @@ package struct MQTTSettings: Equatable, Sendable {
     /// Whether the gate takes commands (lock, skip, emergency unlock…) from `PREFIX/command`;
     /// whoever the broker lets publish there has the admin group's rights.
     package var commands = false
+    /// Whether the gate publishes the steps it counts for gates on other hosts (their input
+    /// `{"mqtt": PREFIX}`).
+    package var shareSteps = false
 
     package static let keys: Set<String> = [
         "host", "port", "socket", "clientID", "username", "passwordFile", "tls", "keepalive", "topicPrefix",
-        "discoveryPrefix", "commands",
+        "discoveryPrefix", "commands", "shareSteps",
     ]
 
     /// This machine's host name (the defaults' `HOSTNAME`).
@@ -154,22 +157,28 @@ package struct MQTTSettings: Equatable, Sendable {
         }
         var settings = MQTTSettings(
             broker: broker, topicPrefix: prefix, discoveryPrefix: discovery, passwordFile: passwordFile)
-        switch members["commands"] {
-        case nil: break
-        case .bool(let flag)?: settings.commands = flag
-        case let value?:
-            throw JSONPathError(
-                path: "mqtt.commands", message: "expected true or false, found \(value.excerpt)")
+        for (key, flag) in [("commands", \MQTTSettings.commands), ("shareSteps", \MQTTSettings.shareSteps)] {
+            switch members[key] {
+            case nil: break
+            case .bool(let value)?: settings[keyPath: flag] = value
+            case let value?:
+                throw JSONPathError(
+                    path: "mqtt.\(key)", message: "expected true or false, found \(value.excerpt)")
+            }
         }
         return settings
     }
 
     /// A topic prefix: levels separated by `/`, none empty, no wildcards, no NUL.
-    private static func checkTopic(_ topic: String, at path: String) throws {
+    /// Whether `topic` is a topic prefix: levels separated by `/`, none empty, no wildcards, no NUL.
+    package static func isTopicPrefix(_ topic: String) -> Bool {
         let levels = topic.split(separator: "/", omittingEmptySubsequences: false)
-        guard !topic.isEmpty, topic.utf8.count < 1024, levels.allSatisfy({ !$0.isEmpty }),
-            !topic.contains(where: { $0 == "+" || $0 == "#" || $0 == "\0" })
-        else {
+        return !topic.isEmpty && topic.utf8.count < 1024 && levels.allSatisfy({ !$0.isEmpty })
+            && !topic.contains(where: { $0 == "+" || $0 == "#" || $0 == "\0" })
+    }
+
+    private static func checkTopic(_ topic: String, at path: String) throws {
+        guard isTopicPrefix(topic) else {
             throw JSONPathError(
                 path: path,
                 message:

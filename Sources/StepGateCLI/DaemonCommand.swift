@@ -65,6 +65,8 @@ struct DaemonCommand: Command {
                 print(
                     "input: IIO device \(name ?? "(first accelerometer)") \(uri.map { "at \($0) " } ?? "")at \(rate) Hz"
                 )
+            case .mqtt(let prefix):
+                print("input: steps counted by the host publishing under \(prefix), over MQTT")
             }
             print("stores: \(configuration.policy.stores.map(\.name).joined(separator: ", "))")
             print("shields:\(plan.isEmpty ? " none" : "")")

@@ -89,8 +89,11 @@ package final class Daemon {
             // Enforcement never depends on the broker: without the library the gate runs on
             // and says why there is no MQTT.
             do {
+                var stepSource: String?
+                if case .mqtt(let prefix) = configuration.input { stepSource = prefix }
                 household = try HouseholdLink(
-                    mqtt, stores: configuration.policy.stores.map(\.name), version: version, log: log,
+                    mqtt, stores: configuration.policy.stores.map(\.name), version: version,
+                    stateDirectory: configuration.stateDirectory, stepSource: stepSource, log: log,
                     inbox: inbox)
             } catch {
                 log.error("mqtt: \(error); running without MQTT")
@@ -252,6 +255,7 @@ package final class Daemon {
             for event in inbox.take() {
                 switch event {
                 case .steps(let count):
+                    household?.counted(count)
                     perform(engine.handle(.steps(count), at: clock.now()))
                 case .tick:
                     let zone = clock.zoneIdentifier()
@@ -276,6 +280,7 @@ package final class Daemon {
                     if let error = result { log.error("reload: \(error); keeping the old configuration") }
                 case .signal:
                     log.notice("stopping: saving state")
+                    if case .mqtt = configuration.input { saveLedger(force: true) }
                     do {
                         try stateStore.save(engine.state)
                     } catch {
@@ -298,13 +303,33 @@ package final class Daemon {
                         log.notice("input ended; still enforcing")
                     }
                 case .household(let event):
-                    // A command from the broker is answered like one from the control socket.
-                    if let request = household?.handle(event) { answer(request) }
+                    switch household?.handle(event) {
+                    case .request(let request)?:
+                        // A command from the broker is answered like one from the control socket.
+                        answer(request)
+                    case .steps(let count)?:
+                        // Steps another host counted: into the history and to the gates.
+                        ledger.add(count)
+                        input.add(steps: count, today: ledger.steps)
+                        saveLedger(force: false)
+                        perform(engine.handle(.steps(count), at: clock.now()))
+                    case nil: break
+                    }
                 }
             }
             // What changed, to the household (only what differs is sent).
             household?.update(snapshot(clock.now()))
         }
+    }
+
+    /// When the history was last saved for steps over MQTT (a sample input saves its own).
+    private var ledgerSaved = ContinuousClock.now
+
+    /// Saves the step history at most every 10 s while steps come over MQTT (and at stop).
+    private func saveLedger(force: Bool) {
+        guard force || ContinuousClock.now - ledgerSaved >= .seconds(10) else { return }
+        ledgerSaved = .now
+        do { try ledger.save() } catch { log.warning("\(error)") }
     }
 
     /// Raises the soft descriptor limit to the hard one, so bursts of clients, hooks and
@@ -653,6 +678,13 @@ package final class Daemon {
         case .device(let name, let uri, let rate):
             inputState = "IIO \(name ?? "accelerometer")\(uri.map { " at \($0)" } ?? "") at \(rate) Hz"
             again = true
+        case .mqtt(let prefix):
+            // The steps come through the MQTT link (``HouseholdLink``), in the loop.
+            inputState =
+                household == nil
+                ? "failed: steps from \(prefix) need MQTT, which is not running"
+                : "steps from \(prefix) over MQTT"
+            return Task {}
         }
         return Task.detached {
             await Daemon.count(

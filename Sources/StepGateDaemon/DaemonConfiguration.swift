@@ -34,6 +34,9 @@ package struct DaemonConfiguration {
         case replay(path: String, speed: Double)
         /// An IIO accelerometer.
         case device(name: String?, uri: String?, rate: Double)
+        /// Steps counted by another host's daemon, published under this topic prefix with
+        /// `mqtt.shareSteps` (see docs/household.md); needs an `mqtt` section.
+        case mqtt(prefix: String)
     }
 
     /// A shield screen: what a denied launch shows.
@@ -154,10 +157,25 @@ package struct DaemonConfiguration {
         }
         policy = try PolicyConfiguration.parse(text)
         guard let inputObject = object(root["input"]) else {
-            throw JSONPathError(path: "input", message: "expected an object with \"replay\" or \"device\"")
+            throw JSONPathError(
+                path: "input", message: "expected an object with \"replay\", \"device\" or \"mqtt\"")
         }
         let input: Input
-        if let replay = inputObject["replay"] {
+        if let source = inputObject["mqtt"] {
+            try rejectUnknown(inputObject, ["mqtt"], at: "input")
+            guard case .string(let prefix) = source, MQTTSettings.isTopicPrefix(prefix) else {
+                throw JSONPathError(
+                    path: "input.mqtt",
+                    message:
+                        "expected the sensor host's topic prefix, like \"stepgate/sensor\", found \(source.excerpt)"
+                )
+            }
+            guard root["mqtt"] != nil else {
+                throw JSONPathError(
+                    path: "input.mqtt", message: "steps over MQTT need an \"mqtt\" section (the broker)")
+            }
+            input = .mqtt(prefix: prefix)
+        } else if let replay = inputObject["replay"] {
             try rejectUnknown(inputObject, ["replay", "speed"], at: "input")
             guard case .string(let file) = replay, !file.isEmpty else {
                 throw JSONPathError(path: "input.replay", message: "expected a file path")

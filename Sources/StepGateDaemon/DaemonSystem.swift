@@ -120,7 +120,16 @@ package struct DaemonSystem: Sendable {
             case .device(let name, let uri, let rate):
                 return try IIOAccelerometer(
                     configuration: .init(uri: uri, device: name, rate: rate, log: { log.warning($0) }))
+            case .mqtt(let prefix):
+                // Steps over MQTT come through the daemon's MQTT link, not a sample source.
+                throw DaemonInputError("steps from \(prefix) come over MQTT, not from samples")
             }
         },
         isMachine: true)
+}
+
+/// An input the daemon cannot read samples from.
+struct DaemonInputError: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
 }

@@ -1,6 +1,15 @@
 import Foundation
 import Household
+import SystemFiles
 import TypedJSON
+
+/// What the MQTT link hands the daemon's loop.
+enum HouseholdOutcome {
+    /// A command from the broker, to answer as the control socket's are.
+    case request(ControlRequest)
+    /// Steps another host counted (input `{"mqtt": PREFIX}`), new since the last ones taken.
+    case steps(Int)
+}
 
 /// The daemon's side of the household over MQTT: publishes the gate's state (retained, only
 /// what changed), Home Assistant's discovery configurations and availability; logs the
@@ -19,9 +28,26 @@ final class HouseholdLink {
     /// carried out once.
     private var recentIDs: [String] = []
 
-    init(_ settings: MQTTSettings, stores: [String], version: String, log: Logger, inbox: Inbox)
-        throws(MQTTError)
-    {
+    /// Shared steps, sending (`shareSteps`): the sessions and where they are kept.
+    private var sender: SharedStepSender?
+    private let senderFile: String
+    private var senderSaved = ContinuousClock.now
+    private var senderUnsaved = false
+    /// Sessions too old to keep, to remove from the broker at start.
+    private var droppedSessions: [String] = []
+    /// Shared steps, receiving (input `{"mqtt": PREFIX}`): the source's prefix, the totals
+    /// taken, where they are kept.
+    private let stepSource: String?
+    private var receiver: SharedStepReceiver
+    private let receiverFile: String
+    private var sessionsSeen = 0
+    private var lastBadMessage: String?
+
+    init(
+        _ settings: MQTTSettings, stores: [String], version: String,
+        stateDirectory: String = "/var/lib/stepgate",
+        stepSource: String? = nil, log: Logger, inbox: Inbox
+    ) throws(MQTTError) {
         topics = GateTopics(
             prefix: settings.topicPrefix, discoveryPrefix: settings.discoveryPrefix,
             host: MQTTSettings.hostName,
@@ -29,8 +55,23 @@ final class HouseholdLink {
         self.stores = stores
         self.log = log
         commands = settings.commands
+        senderFile = stateDirectory + "/step-sessions.json"
+        receiverFile = stateDirectory + "/step-sources.json"
+        self.stepSource = stepSource
+        receiver = SharedStepReceiver(restoring: nil)
         client = try MQTTClient(settings.broker, will: topics.offline) { inbox.post(.household($0)) }
         if commands { client.subscribe(topics.command, qos: 1) }
+        if settings.shareSteps {
+            let saved = Self.loadSessions(senderFile, log: log) ?? []
+            let fresh = SharedStepSender(restoring: saved)
+            droppedSessions = fresh.dropped(since: saved)
+            sender = fresh
+        }
+        if let stepSource {
+            // No file: this gate has never taken steps from the source, and adopts its past.
+            receiver = SharedStepReceiver(restoring: Self.loadSessions(receiverFile, log: log))
+            client.subscribe(StepSession.filter(prefix: stepSource), qos: 1)
+        }
         log.info(
             "mqtt: publishing under \(settings.topicPrefix) at \(settings.broker.described)"
                 + (commands ? "; commands from \(topics.command)" : ""))
@@ -39,6 +80,18 @@ final class HouseholdLink {
     /// Connects (in the background) and queues availability and discovery.
     func start(_ snapshot: GateSnapshot) {
         client.publish(topics.online)
+        if let sender {
+            // The sessions before this one again (a total not yet published when the host
+            // stopped goes out now), and this one at 0.
+            for session in sender.sessions { publish(session) }
+            for session in droppedSessions {
+                client.publish(
+                    MQTTMessage(
+                        topic: StepSession.topic(prefix: topics.prefix, session: session), payload: [],
+                        retain: true))
+            }
+            saveSender(force: true)
+        }
         for message in topics.discoveryMessages(stores: stores) { client.publish(message) }
         update(snapshot)
         client.start()
@@ -64,20 +117,108 @@ final class HouseholdLink {
         }
     }
 
-    /// What the connection thread reported; a command to carry out, if that is what came.
-    func handle(_ event: MQTTClient.Event) -> ControlRequest? {
+    /// What the connection thread reported: a command to carry out, or steps to count.
+    func handle(_ event: MQTTClient.Event) -> HouseholdOutcome? {
         switch event {
         case .connected:
             log.notice("mqtt: connected")
             lastProblem = nil
+            sessionsSeen += 1
+            // The first connection's retained totals are the source's past, adopted; after
+            // that, a session first seen is new.
+            if sessionsSeen == 2, receiver.adopting {
+                receiver.adopted()
+                saveReceiver()
+            }
         case .disconnected(let reason):
             if reason != lastProblem { log.warning("mqtt: \(reason); retrying with back-off") }
             lastProblem = reason
         case .message(let message):
-            guard commands, message.topic == topics.command else { return nil }
-            return request(message)
+            if commands, message.topic == topics.command { return request(message).map { .request($0) } }
+            if let stepSource, message.topic.hasPrefix(stepSource + "/steps/session/") {
+                return steps(message).map { .steps($0) }
+            }
         }
         return nil
+    }
+
+    // MARK: Shared steps
+
+    /// Steps this host counted: into the current session's total, published.
+    func counted(_ count: Int) {
+        guard var sender, count > 0 else { return }
+        sender.add(count)
+        self.sender = sender
+        publish(sender.current)
+        senderUnsaved = true
+        saveSender(force: false)
+    }
+
+    private func publish(_ session: StepSession) {
+        client.publish(
+            MQTTMessage(
+                topic: StepSession.topic(prefix: topics.prefix, session: session.session),
+                text: session.payload(at: Date()), retain: true))
+    }
+
+    /// The sessions on disk at most every 5 s while steps come (and at stop): a host that loses
+    /// power loses at most the last 5 s of its total; a gate never counts a step twice for it.
+    private func saveSender(force: Bool) {
+        guard let sender, force || (senderUnsaved && ContinuousClock.now - senderSaved >= .seconds(5)) else {
+            return
+        }
+        senderSaved = .now
+        senderUnsaved = false
+        do {
+            try DurableFile.writeAtomically(StepSessionFile.encode(sender.sessions), to: senderFile)
+        } catch {
+            log.warning("mqtt: cannot save the step sessions: \(error)")
+        }
+    }
+
+    /// Takes a session total from the source: what it adds to the count, once.
+    private func steps(_ message: MQTTMessage) -> Int? {
+        guard !message.payload.isEmpty else { return nil }  // a session the source removed
+        let session: StepSession
+        do throws(JSONPathError) {
+            session = try StepSession.parse(message.payload)
+            guard message.topic.hasSuffix("/" + session.session) else {
+                throw JSONPathError(path: "session", message: "does not match the topic")
+            }
+        } catch {
+            let reason = "\(message.topic): \(error.path.isEmpty ? "" : error.path + ": ")\(error.message)"
+            if reason != lastBadMessage { log.warning("mqtt: passed over a step message: \(reason)") }
+            lastBadMessage = reason
+            return nil
+        }
+        let before = receiver
+        let added = receiver.receive(session, retained: message.retain)
+        guard receiver != before else { return nil }
+        // Written before the steps are counted: a gate that dies in between loses them rather
+        // than counting them twice after its restart (when in doubt, locked).
+        saveReceiver()
+        return added > 0 ? added : nil
+    }
+
+    private func saveReceiver() {
+        do {
+            try DurableFile.writeAtomically(StepSessionFile.encode(receiver.taken), to: receiverFile)
+        } catch {
+            log.warning("mqtt: cannot save the step totals taken: \(error)")
+        }
+    }
+
+    /// A sessions file: nil when there is none; one that cannot be read is reported and moved
+    /// aside (counting starts over from the source's present).
+    private static func loadSessions(_ path: String, log: Logger) -> [StepSession]? {
+        do {
+            guard let bytes = try DurableFile.read(path, limit: 1 << 20) else { return nil }
+            return try StepSessionFile.decode(bytes)
+        } catch {
+            log.error("mqtt: \(path): \(error); moved aside to \(path).bad")
+            rename(path, path + ".bad")
+            return nil
+        }
     }
 
     /// The longest command payload taken.
@@ -143,6 +284,9 @@ final class HouseholdLink {
         }
     }
 
-    /// Says `offline` and disconnects cleanly.
-    func stop() { client.stop(goodbye: [topics.offline]) }
+    /// Says `offline` and disconnects cleanly; keeps the step sessions.
+    func stop() {
+        saveSender(force: true)
+        client.stop(goodbye: [topics.offline])
+    }
 }

@@ -131,4 +131,9 @@ final class InputStatistics: Sendable {
     func record(_ counter: StepCounter) {
         counts.withLock { $0 = (counter.samples, counter.steps, counter.today) }
     }
+
+    /// Steps that came without samples (from another host, over MQTT).
+    func add(steps: Int, today: Int) {
+        counts.withLock { $0 = ($0.samples, $0.steps + steps, today) }
+    }
 }

@@ -192,4 +192,64 @@ struct HouseholdDaemonTests {
         // The retained command is cleared, so later tests of this broker do not see it.
         parent.publish(MQTTMessage(topic: "stepgate/test/command", payload: [], retain: true))
     }
+
+    /// A sensor host walks 300-odd steps while the broker is restarted twice (losing every
+    /// retained message each time); two gates taking their steps from it count exactly what it
+    /// counted.
+    @Test func twoGatesCountExactlyTheSensorsStepsThroughTwoBrokerRestarts() throws {
+        let broker = try TestBroker()
+        let folder = try Fixtures.temporaryFolder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        func config(_ name: String, input: String, share: Bool) throws -> (URL, String) {
+            let home = folder.appendingPathComponent(name)
+            try FileManager.default.createDirectory(at: home, withIntermediateDirectories: true)
+            try "127.0.0.1 localhost\n".write(
+                toFile: home.appendingPathComponent("hosts").path, atomically: true, encoding: .utf8)
+            return (
+                home,
+                """
+                {
+                  "input": \(input),
+                  "policy": {"stores": {"games": {"selection": {"domains": ["example.com"]},
+                     "gate": {"goals": [{"steps": 5000, "minutes": 1}]}}}},
+                  "stateDirectory": "\(home.appendingPathComponent("state").path)",
+                  "controlSocket": "\(home.appendingPathComponent("control.sock").path)",
+                  "shields": {"domains": {"browserPolicies": false, "path": "\(home.appendingPathComponent("hosts").path)"}},
+                  "mqtt": {"host": "127.0.0.1", "port": \(broker.port), "clientID": "\(name)", "keepalive": 5,
+                           "topicPrefix": "stepgate/\(name)", "shareSteps": \(share)}
+                }
+                """
+            )
+        }
+        // The gates first, so the walk's session is new to them (not a past they adopt).
+        let gates = try ["desk", "tv"].map { name in
+            let (home, text) = try config(name, input: #"{"mqtt": "stepgate/sensor"}"#, share: false)
+            return try TestDaemon(folder: home, config: text)
+        }
+        defer { for gate in gates { gate.kill(SIGKILL) } }
+        let walk = Fixtures.samples.appendingPathComponent("walk-front-pocket-303.csv").path
+        let (home, text) = try config("sensor", input: #"{"replay": "\#(walk)", "speed": 10}"#, share: true)
+        let sensor = try TestDaemon(folder: home, config: text)
+        defer { sensor.kill(SIGKILL) }
+        // The walk takes 17 s at 10 ×: the broker is killed and started again twice during it.
+        for _ in 0..<2 {
+            usleep(5_000_000)
+            broker.kill()
+            usleep(500_000)
+            try broker.start()
+        }
+        func steps(_ daemon: TestDaemon) -> Int? { (try? daemon.status())?["stepsSinceStart"] as? Int }
+        let deadline = Date().addingTimeInterval(40)
+        while Date() < deadline, (try? sensor.status())?["input"] as? String != "ended" { usleep(200_000) }
+        let counted = try #require(steps(sensor))
+        #expect(counted > 250, "\(sensor.log)")
+        for gate in gates {
+            let until = Date().addingTimeInterval(20)
+            while Date() < until, steps(gate) != counted { usleep(200_000) }
+            #expect(steps(gate) == counted, "\(gate.log)")
+            #expect(try gate.status()["stepsToday"] as? Int == counted)
+        }
+        // Both gates were cut off and came back: no step twice, none lost.
+        #expect(gates.allSatisfy { $0.log.components(separatedBy: "mqtt: connected").count >= 3 })
+    }
 }
