@@ -89,8 +89,11 @@ public final class ExecDenyShield: Shield {
     private let watchMask: UInt64
 
     /// An exec of a watched file by a process.
+    /// An exec allowed, by the process (its id and start time: a process id used again by
+    /// another process is not the same twin) and the file.
     struct ExecTwin: Hashable, Sendable {
         var pid: Int32
+        var startTime: UInt64
         var file: FileID
     }
 
@@ -176,6 +179,16 @@ public final class ExecDenyShield: Shield {
         set {
             let box: Callback<Void>? = newValue.map { call in Callback { (_: Void) in call() } }
             watcher?.onChange.withLock { $0 = box }
+        }
+    }
+
+    /// Where the shield's warnings go (a scan of running programs that took long).
+    private let warnings = Warnings()
+    public var onWarning: (@Sendable (String) -> Void)? {
+        get { warnings.handler.withLock { $0 }?.call }
+        set {
+            let box: Callback<String>? = newValue.map { Callback($0) }
+            warnings.handler.withLock { $0 = box }
         }
     }
 
@@ -269,7 +282,9 @@ public final class ExecDenyShield: Shield {
             _ = fcntl(inherited, F_SETFL, fcntl(inherited, F_GETFL) | O_NONBLOCK)
             group = inherited
             denied = Denied(privilegedGroup: privilegedGroup, confinement: confinement)
-            reaper = Reaper(privilegedGroup: privilegedGroup, grace: gracePeriod, confinement: confinement)
+            reaper = Reaper(
+                privilegedGroup: privilegedGroup, grace: gracePeriod, confinement: confinement,
+                log: { [warnings] in warnings.send($0) })
             denied.answering.store(false, ordering: .relaxed)
             watcher = FolderWatcher()
             responders = Self.startResponders(group: group, denied: denied)
@@ -299,7 +314,9 @@ public final class ExecDenyShield: Shield {
         }
         group = fd
         denied = Denied(privilegedGroup: privilegedGroup, confinement: confinement)
-        reaper = Reaper(privilegedGroup: privilegedGroup, grace: gracePeriod, confinement: confinement)
+        reaper = Reaper(
+            privilegedGroup: privilegedGroup, grace: gracePeriod, confinement: confinement,
+            log: { [warnings] in warnings.send($0) })
         watcher = FolderWatcher()
         responders = Self.startResponders(group: group, denied: denied)
     }
@@ -789,15 +806,20 @@ public final class ExecDenyShield: Shield {
                             // A file of an unlocked store, opened by a gated process (or one
                             // already gone): remembered, and kept in the stores' cgroup before
                             // it may go on. Where that fails, refused: locked when in doubt.
-                            if let process = RunningProcess(pid: event.pid) {
+                            let process = RunningProcess(pid: event.pid)
+                            if let process {
                                 denied.openers.withLock { $0.insert(process, for: id) }
                             }
                             if let confinement = denied.confinement {
                                 // An exec opens the file twice: for the exec, then plainly.
                                 // Its plain twin needs no search for sharers either.
-                                let twin = ExecTwin(pid: event.pid, file: id)
+                                let twin = process.map {
+                                    ExecTwin(pid: $0.pid, startTime: $0.startTime, file: id)
+                                }
                                 let isExec = event.mask & UInt64(FAN_OPEN_EXEC_PERM) != 0
                                 let sharers = denied.execTwins.withLock { twins -> Bool in
+                                    // An opener already gone is searched for (and not found).
+                                    guard let twin else { return true }
                                     guard isExec else { return twins.remove(twin) == nil }
                                     // One whose opener died before its twin is forgotten in
                                     // time (its twin would only search for nothing).
@@ -991,6 +1013,12 @@ final class FolderWatcher: Sendable {
 /// `inout` access is re-wrapped (reabstracted) on every read; read once per event, it grew until
 /// calling it overflowed the stack (a loop of denied launches crashed the daemon). A class
 /// reference is read back as it is.
+/// Where the shield's warnings go, once someone listens.
+final class Warnings: Sendable {
+    let handler = Mutex<Callback<String>?>(nil)
+    func send(_ text: String) { handler.withLock { $0 }?.call(text) }
+}
+
 final class Callback<Argument>: Sendable {
     let call: @Sendable (Argument) -> Void
     init(_ call: @escaping @Sendable (Argument) -> Void) { self.call = call }

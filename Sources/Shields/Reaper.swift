@@ -20,7 +20,10 @@ import Synchronization
 /// like the others. And with a ``Confinement``, the cgroups those openers were moved into are
 /// acted on as a whole: everything in a group of a shielded store is sent SIGTERM, and killed
 /// at once when the grace period is over (frozen in `stop` mode, thawed when none of its stores
-/// is shielded any more).
+/// is shielded any more). That is done by a thread of its own, at the relock and every 250 ms,
+/// which reads only the cgroups: however slow a gated user makes the rounds (processes with
+/// enormous maps or command lines), what was started from an unlocked store's files is ended on
+/// time.
 final class Reaper: Sendable {
     struct Store: Sendable {
         var name: String
@@ -53,6 +56,12 @@ final class Reaper: Sendable {
 
     private let state = Mutex(State())
     private let wakeUp = DispatchSemaphore(value: 0)
+    private let confinementWakeUp = DispatchSemaphore(value: 0)
+    /// Rounds longer than this are logged (once per minute at most).
+    private let slowRound: Duration = .seconds(2)
+    private let lastSlowRoundReport = Mutex<ContinuousClock.Instant?>(nil)
+    /// Where a slow round is reported.
+    let log: @Sendable (String) -> Void
     private let stopped = Atomic<Bool>(false)
     private let privilegedGroup: UInt32?
     private let grace: Duration
@@ -63,16 +72,22 @@ final class Reaper: Sendable {
 
     init(
         privilegedGroup: UInt32?, grace: Duration, confinement: Confinement? = nil,
-        descriptorBudget: Duration = .milliseconds(200)
+        descriptorBudget: Duration = .milliseconds(200), log: @escaping @Sendable (String) -> Void = { _ in }
     ) {
         self.privilegedGroup = privilegedGroup
         self.confinement = confinement
         self.grace = grace
         self.descriptorBudget = descriptorBudget
+        self.log = log
         if getuid() == 0 { Freezer.thawLeftovers() }
         let thread = Thread { [self] in self.run() }
         thread.name = "stepgate-reaper"
         thread.start()
+        if let confinement {
+            let confining = Thread { [self] in self.runConfinement(confinement) }
+            confining.name = "stepgate-confine"
+            confining.start()
+        }
     }
 
     /// The shielded stores now (their files and actions), and files whose stopped processes go
@@ -103,22 +118,51 @@ final class Reaper: Sendable {
             state.stores = next
             state.resume.formUnion(resume)
         }
+        confinementWakeUp.signal()
         wakeUp.signal()
     }
 
     func stop() {
         stopped.store(true, ordering: .relaxed)
         wakeUp.signal()
+        confinementWakeUp.signal()
     }
 
     /// Runs one round now, on the caller's thread (for tests).
-    func roundNow() { round() }
+    func roundNow() {
+        if let confinement { actOnConfined(confinement, stores: state.withLock { $0.stores }) }
+        round()
+    }
 
     private func run() {
         while !stopped.load(ordering: .relaxed) {
             _ = wakeUp.wait(timeout: .now() + 1)
             if stopped.load(ordering: .relaxed) { return }
+            let started = ContinuousClock.now
             round()
+            let took = ContinuousClock.now - started
+            if took > slowRound {
+                let report = lastSlowRoundReport.withLock { last in
+                    guard last.map({ started - $0 >= .seconds(60) }) ?? true else { return false }
+                    last = started
+                    return true
+                }
+                if report {
+                    log(
+                        "exec shield: a scan of running programs took \(Double(took.components.seconds) + Double(took.components.attoseconds) / 1e18) s (programs started during an unlock are still ended on time by their cgroup)"
+                    )
+                }
+            }
+        }
+    }
+
+    /// Acts on the confinement groups at every change and every 250 ms: the relock's SIGTERM at
+    /// once, `cgroup.kill` within 250 ms of the grace period's end.
+    private func runConfinement(_ confinement: Confinement) {
+        while !stopped.load(ordering: .relaxed) {
+            _ = confinementWakeUp.wait(timeout: .now() + .milliseconds(250))
+            if stopped.load(ordering: .relaxed) { return }
+            actOnConfined(confinement, stores: state.withLock { $0.stores })
         }
     }
 
@@ -140,7 +184,6 @@ final class Reaper: Sendable {
                 process.signal(SIGCONT)
             }
         }
-        if let confinement { actOnConfined(confinement, stores: stores) }
         guard !stores.isEmpty else { return }
         let group = privilegedGroup
         // The ids of each gated process seen in this round.

@@ -294,6 +294,14 @@ struct ShieldedFiles {
     let paths: Set<[UInt8]>
     /// Their last components: a command line entry ending otherwise is not looked at further.
     let names: Set<[UInt8]>
+    /// The names' lengths, to pass over most arguments without comparing.
+    let nameLengths: Set<Int>
+    private let nameList: [[UInt8]]
+    /// Distinct arguments ending in a shielded file's name that one command line may have
+    /// before the process counts as naming the program: an interpreter names its script once,
+    /// a shell glob or a file manager a few times; thousands are a command line made to slow
+    /// the scan.
+    static let maximumNamingArguments = 256
 
     init(_ files: Set<ExecDenyShield.FileID>, paths: Set<String>) {
         self.files = files
@@ -302,6 +310,8 @@ struct ShieldedFiles {
         let normal = Set(paths.compactMap { Self.normalised(Array($0.utf8)) })
         self.paths = normal
         names = Set(normal.map { Array($0.split(separator: UInt8(ascii: "/")).last ?? []) })
+        nameLengths = Set(names.map(\.count))
+        nameList = Array(names)
     }
 
     /// Whether `/proc/PID/maps` maps one of the files (`address perms offset major:minor inode
@@ -462,9 +472,55 @@ struct ShieldedFiles {
             return target.first == UInt8(ascii: "/") ? target : nil
         }
         let slash = UInt8(ascii: "/")
-        for argument in line.bytes.split(separator: 0) {
-            let name = argument.split(separator: slash).last.map(Array.init) ?? []
-            guard names.contains(name) else { continue }
+        let bytes = line.bytes
+        // One pass over the bytes, nothing made per argument: only an argument whose last
+        // component has a shielded file's name (by length first) is looked at further, each
+        // distinct one once. A command line forged (PR_SET_MM) to hold enormous numbers of
+        // them would otherwise make every round slow; past ``maximumNamingArguments`` distinct
+        // ones, the process counts as naming the program.
+        var checked: Set<ArraySlice<UInt8>> = []
+        var candidates: [Range<Int>] = []
+        var overflowed = false
+        bytes.withUnsafeBufferPointer { buffer in
+            guard let base = buffer.baseAddress else { return }
+            var start = 0
+            var previous: Range<Int>?
+            while start < buffer.count {
+                let end: Int
+                if let found = memchr(base + start, 0, buffer.count - start) {
+                    end = UnsafeRawPointer(base).distance(to: UnsafeRawPointer(found))
+                } else {
+                    end = buffer.count
+                }
+                defer { start = end + 1 }
+                // The last component: back from the end to a slash.
+                var nameStart = end
+                while nameStart > start && base[nameStart - 1] != slash { nameStart -= 1 }
+                let length = end - nameStart
+                guard nameLengths.contains(length),
+                    nameList.contains(where: { name in
+                        name.count == length && memcmp(name, base + nameStart, length) == 0
+                    })
+                else { continue }
+                // The same argument again (a forged line repeats one) is not looked at again.
+                if let previous, previous.count == end - start,
+                    memcmp(base + previous.lowerBound, base + start, end - start) == 0
+                {
+                    continue
+                }
+                previous = start..<end
+                candidates.append(start..<end)
+                if candidates.count > 4 * Self.maximumNamingArguments {
+                    overflowed = true
+                    break
+                }
+            }
+        }
+        if overflowed { return true }
+        for range in candidates {
+            let argument = bytes[range]
+            guard checked.insert(argument).inserted else { continue }
+            if checked.count > Self.maximumNamingArguments { return true }
             var full: [UInt8]
             if argument.first == slash {
                 guard let root = link("root") else { continue }

@@ -81,6 +81,7 @@ package final class Daemon {
         // A denied launch shows the shield screen on the desktop of the user who tried.
         for case let exec as ExecDenyShield in shields.shields {
             exec.onDenied = { inbox.post(.execDenied($0)) }
+            exec.onWarning = { [log] in log.warning($0) }
         }
         workers = ShieldWorkers(shields) { inbox.post(.shieldOutcome($0)) }
         resolveExecutables()

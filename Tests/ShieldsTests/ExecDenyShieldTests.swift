@@ -1012,6 +1012,47 @@ struct RunningProcessTests {
         #expect(RunningProcess(pid: 4242, stat: bytes)?.startTime == 77)
         #expect(RunningProcess(pid: getpid())?.isAlive == true)
     }
+
+    /// A command line is looked through once, with nothing made per argument: repeats of one
+    /// argument are passed over, the game's path after them is found, and a line with more
+    /// distinct arguments ending in a shielded file's name than any program has counts as naming
+    /// it (attack round 11 forged lines of 1.6 million).
+    @Test func commandLinesNamingTheGameOverAndOverAreCheapAndCapped() throws {
+        try withTemporaryFolder { folder in
+            let game = folder.appendingPathComponent("game").path
+            try FileManager.default.copyItem(atPath: "/bin/sleep", toPath: game)
+            var info = stat()
+            #expect(stat(game, &info) == 0)
+            let shielded = ShieldedFiles(
+                [ExecDenyShield.FileID(device: UInt64(info.st_dev), inode: UInt64(info.st_ino))],
+                paths: [game])
+            func named(_ arguments: [String]) throws -> Bool? {
+                // A shell that stays (no exec of its last command), with the arguments.
+                let shell = Process()
+                shell.executableURL = URL(fileURLWithPath: "/bin/sh")
+                shell.arguments = ["-c", "read x; :", "sh"] + arguments
+                let input = Pipe()
+                shell.standardInput = input
+                try shell.run()
+                defer {
+                    try? input.fileHandleForWriting.close()
+                    shell.waitUntilExit()
+                }
+                let pid = shell.processIdentifier
+                for _ in 0..<500 {
+                    let line = ProcFile.read("/proc/\(pid)/cmdline", limit: 1 << 20)?.bytes ?? []
+                    if String(decoding: line, as: UTF8.self).contains("read x; :") { break }
+                    usleep(2_000)
+                }
+                return shielded.named(by: pid)
+            }
+            #expect(try named(["x/game", "y/game"]) == false)
+            #expect(try named(Array(repeating: "x/game", count: 5000) + [game]) == true)
+            #expect(try named((0..<200).map { "d\($0)/game" }) == false)
+            #expect(try named((0..<300).map { "d\($0)/game" }) == true)
+            #expect(try named((0..<3000).map { "d\($0 % 2)/game" }) == true)
+        }
+    }
 }
 
 @Suite("Process credentials")
