@@ -183,6 +183,20 @@ static inline int stepgate_next_file_mapping(int fd, uint64_t *address, uint32_t
     return 0;
 }
 
+// Whether a file-backed mapping of the process whose maps file is `fd` lies in [start, end):
+// 1 if one does, 0 if none, a negative errno value (-ENOTTY where the kernel has no
+// PROCMAP_QUERY; -ESRCH and the like when the process is gone).
+static inline int stepgate_file_backed_between(int fd, uint64_t start, uint64_t end) {
+    struct stepgate_procmap_query query = {0};
+    query.size = sizeof(query);
+    query.query_flags = 0x10 | 0x20; // COVERING_OR_NEXT_VMA | FILE_BACKED_VMA
+    query.query_addr = start;
+    if (ioctl(fd, _IOWR('f', 17, struct stepgate_procmap_query), &query) != 0) {
+        return errno == ENOENT ? 0 : -(errno == 0 ? EIO : errno);
+    }
+    return query.vma_start < end ? 1 : 0;
+}
+
 #include <stdio.h>
 
 // The fields of the kernel's `struct statx` (<linux/stat.h>) that are read here; 256 bytes.

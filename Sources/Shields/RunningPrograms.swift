@@ -459,9 +459,17 @@ struct ShieldedFiles {
     ///
     /// `nil` when the command line goes on past `limit` (below the whole of it).
     func named(by pid: Int32, limit: Int = RunningProcess.commandLineLimit) -> Bool? {
-        guard !paths.isEmpty, let line = ProcFile.read("/proc/\(pid)/cmdline", limit: limit) else {
-            return false
+        guard !paths.isEmpty else { return false }
+        // Reading a command line reads the process's memory where it lies. execve puts it on
+        // the stack; only PR_SET_MM_MAP moves it, and into a file's mapping on a file system
+        // that never answers (the user's own FUSE mount) the read would wait for ever. Such a
+        // command line is not read and counts as naming the program.
+        switch Self.commandLineInFile(pid) {
+        case true?: return true
+        case nil: return false  // gone
+        case false?: break
         }
+        guard let line = ProcFile.read("/proc/\(pid)/cmdline", limit: limit) else { return false }
         if !line.complete && limit < RunningProcess.commandLineLimit { return nil }
         // Read when first needed: most arguments end in no shielded file's name.
         var links: [String: [UInt8]] = [:]
@@ -534,6 +542,48 @@ struct ShieldedFiles {
             if let normal = Self.normalised(full), paths.contains(normal) { return true }
         }
         return false
+    }
+
+    /// Where the process's command line is (`arg_start` and `arg_end`, fields 48 and 49 of
+    /// `/proc/PID/stat`); nil when it is gone.
+    static func argumentRange(_ pid: Int32) -> (start: UInt64, end: UInt64)? {
+        guard let stat = ProcFile.read("/proc/\(pid)/stat", limit: 4096)?.bytes,
+            let close = stat.lastIndex(of: UInt8(ascii: ")")), close + 2 < stat.count
+        else { return nil }
+        // The first field after the name is field 3.
+        let fields = stat[(close + 2)...].split(separator: UInt8(ascii: " "))
+        guard fields.count > 46, let start = ProcFile.number(fields[45]),
+            let end = ProcFile.number(fields[46])
+        else { return nil }
+        return (start, end)
+    }
+
+    /// Whether any of the command line lies in a file-backed mapping (asked with PROCMAP_QUERY,
+    /// or from the text of `maps` on a kernel without it); nil when the process is gone.
+    static func commandLineInFile(_ pid: Int32) -> Bool? {
+        guard let (start, end) = argumentRange(pid) else { return nil }
+        guard end > start else { return false }
+        let fd = open("/proc/\(pid)/maps", O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
+        let result = stepgate_file_backed_between(fd, start, end)
+        if result >= 0 { return result == 1 }
+        guard -result == ENOTTY || -result == EINVAL || -result == EOPNOTSUPP else { return nil }
+        guard let maps = ProcFile.read("/proc/\(pid)/maps", limit: RunningProcess.mapsLimit) else {
+            return nil
+        }
+        // "start-end perms offset major:minor inode path": a line over the range with an inode.
+        for line in maps.bytes.split(separator: UInt8(ascii: "\n")) {
+            let parts = line.split(
+                separator: UInt8(ascii: " "), maxSplits: 5, omittingEmptySubsequences: true)
+            guard parts.count >= 5 else { continue }
+            let range = parts[0].split(separator: UInt8(ascii: "-"))
+            guard range.count == 2, let low = ProcFile.number(range[0], radix: 16),
+                let high = ProcFile.number(range[1], radix: 16), low < end, high > start
+            else { continue }
+            if ProcFile.number(parts[4]) != 0 { return true }
+        }
+        return !maps.complete
     }
 
     /// An absolute path with `.`, `..` and empty components folded away (`/a/./b//../c` is

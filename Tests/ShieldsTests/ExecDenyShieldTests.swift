@@ -1013,6 +1013,91 @@ struct RunningProcessTests {
         #expect(RunningProcess(pid: getpid())?.isAlive == true)
     }
 
+    /// A command line moved (PR_SET_MM_MAP, no privilege needed) into a file's mapping is not
+    /// read: on the user's own FUSE mount that never answers, the read would wait for ever and
+    /// stall every later scan (attack round 11's suggestion). It counts as naming the program.
+    @Test func aCommandLineInAFilesMappingIsNotRead() throws {
+        guard let compiler = cCompiler() else {
+            print("skipped: no C compiler (clang or cc)")
+            return
+        }
+        try withTemporaryFolder { folder in
+            let mover = folder.appendingPathComponent("mover").path
+            try """
+            #define _GNU_SOURCE
+            #include <fcntl.h>
+            #include <linux/prctl.h>
+            #include <stdio.h>
+            #include <stdlib.h>
+            #include <string.h>
+            #include <sys/mman.h>
+            #include <sys/prctl.h>
+            #include <unistd.h>
+            /* mover FILE|-: the command line moved into FILE's mapping (or anonymous memory). */
+            int main(int argc, char **argv) {
+                int fd = strcmp(argv[1], "-") ? open(argv[1], O_RDWR) : -1;
+                char *line = mmap(0, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | (fd < 0 ? MAP_ANONYMOUS : 0), fd, 0);
+                if (line == MAP_FAILED) return 3;
+                memcpy(line, "game", 5);
+                char stat[4096] = {0};
+                FILE *f = fopen("/proc/self/stat", "r");
+                if (!f || !fgets(stat, sizeof stat, f)) return 3;
+                unsigned long field[64] = {0};
+                char *p = strrchr(stat, ')') + 2;
+                for (int i = 3; i < 64 && *p; i++) {
+                    field[i] = strtoul(p, &p, 10);
+                    while (*p && *p != ' ') p++;
+                    while (*p == ' ') p++;
+                }
+                struct prctl_mm_map map = {
+                    .start_code = field[26], .end_code = field[27], .start_stack = field[28],
+                    .start_data = field[45], .end_data = field[46], .start_brk = field[47],
+                    .brk = (unsigned long)sbrk(0), .arg_start = (unsigned long)line,
+                    .arg_end = (unsigned long)line + 5, .env_start = field[50], .env_end = field[51],
+                    .exe_fd = (unsigned)-1,
+                };
+                if (prctl(PR_SET_MM, PR_SET_MM_MAP, &map, sizeof map, 0) != 0) { perror("PR_SET_MM_MAP"); return 4; }
+                alarm(60);
+                write(1, "ready\\n", 6);
+                pause();
+            }
+            """.write(toFile: mover + ".c", atomically: true, encoding: .utf8)
+            let built = try runProcess(compiler, ["-O1", "-o", mover, mover + ".c"])
+            #expect(built.status == 0, "\(built.standardError)")
+            let backing = folder.appendingPathComponent("backing").path
+            #expect(FileManager.default.createFile(atPath: backing, contents: Data(count: 4096)))
+            let game = folder.appendingPathComponent("game").path
+            try FileManager.default.copyItem(atPath: "/bin/sleep", toPath: game)
+            var info = stat()
+            #expect(stat(game, &info) == 0)
+            let shielded = ShieldedFiles(
+                [ExecDenyShield.FileID(device: UInt64(info.st_dev), inode: UInt64(info.st_ino))],
+                paths: [game])
+            func moved(into file: String) throws -> (Bool?, Bool?) {
+                let process = Process()
+                process.executableURL = URL(fileURLWithPath: mover)
+                process.arguments = [file]
+                let pipe = Pipe()
+                process.standardOutput = pipe
+                try process.run()
+                defer {
+                    kill(process.processIdentifier, SIGKILL)
+                    process.waitUntilExit()
+                }
+                #expect(pipe.fileHandleForReading.readData(ofLength: 6) == Data("ready\n".utf8))
+                let pid = process.processIdentifier
+                return (ShieldedFiles.commandLineInFile(pid), shielded.named(by: pid))
+            }
+            let (inFile, namedFromFile) = try moved(into: backing)
+            #expect(inFile == true)
+            #expect(namedFromFile == true)
+            let (inMemory, namedFromMemory) = try moved(into: "-")
+            #expect(inMemory == false)
+            #expect(namedFromMemory == false)  // "game", relative to a folder that is not the game's
+            #expect(ShieldedFiles.commandLineInFile(getpid()) == false)
+        }
+    }
+
     /// A command line is looked through once, with nothing made per argument: repeats of one
     /// argument are passed over, the game's path after them is found, and a line with more
     /// distinct arguments ending in a shielded file's name than any program has counts as naming
