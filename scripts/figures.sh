@@ -1,18 +1,20 @@
 #!/usr/bin/env bash
-# Regenerates the figure tables of README.md from the commands that produce them, so they are
-# never copied by hand. Each table sits between `<!-- figures:NAME -->` and
-# `<!-- /figures:NAME -->` and starts with the command, the commit and the machine it came from.
+# Regenerates the figure tables of README.md (and docs/household.md) from the commands that
+# produce them, so they are never copied by hand. Each table sits between
+# `<!-- figures:NAME -->` and `<!-- /figures:NAME -->` and starts with the command, the commit
+# and the machine it came from.
 #
-#   bash scripts/figures.sh [accuracy] [tuning] [speed]    (default: all three)
+#   bash scripts/figures.sh [accuracy] [tuning] [speed] [household]    (default: all four)
 #
 # accuracy and tuning need the labelled development set (../shared/data, or $STEPGATE_DATA);
-# without it they are left as they are. tuning takes about a minute on 2 cores.
+# without it they are left as they are. tuning takes about a minute on 2 cores. household
+# starts Mosquitto brokers and daemons (about 2 minutes; root, as the test suite's daemons).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
 data="${STEPGATE_DATA:-../shared/data}"
 sections=("$@")
-[ "${#sections[@]}" -gt 0 ] || sections=(accuracy tuning speed)
+[ "${#sections[@]}" -gt 0 ] || sections=(accuracy tuning speed household)
 
 # Static Swift runtime, as scripts/package.sh ships it (and as the speed targets are stated).
 swift build -c release --static-swift-stdlib --product stepgate >&2
@@ -29,17 +31,17 @@ stamp() { # the line above each table: what produced it, where
         "$1" "$2" "$(date -u +%Y-%m-%d)" "$commit" "$machine"
 }
 
-# Replaces the lines between the markers of section $1 in README.md with the file $2.
+# Replaces the lines between the markers of section $1 in $3 (README.md) with the file $2.
 splice() {
-    local name="$1" file="$2"
-    grep -q "^<!-- figures:$name -->\$" README.md || { echo "README.md has no figures:$name markers" >&2; exit 1; }
+    local name="$1" file="$2" target="${3:-README.md}"
+    grep -q "^<!-- figures:$name -->\$" "$target" || { echo "$target has no figures:$name markers" >&2; exit 1; }
     awk -v name="$name" -v file="$file" '
         $0 == "<!-- figures:" name " -->" { print; while ((getline line < file) > 0) print line; skip = 1; next }
         $0 == "<!-- /figures:" name " -->" { skip = 0 }
         !skip { print }
-    ' README.md > "$work/README.md"
-    cat "$work/README.md" > README.md
-    echo "updated figures:$name" >&2
+    ' "$target" > "$work/spliced.md"
+    cat "$work/spliced.md" > "$target"
+    echo "updated figures:$name in $target" >&2
 }
 
 for section in "${sections[@]}"; do
@@ -80,8 +82,16 @@ for section in "${sections[@]}"; do
         { stamp speed "$command"; "$stepgate" bench --markdown "${tune[@]}" "${files[@]}"; } > "$work/speed.md"
         splice speed "$work/speed.md"
         ;;
+    household)
+        swift build --build-tests >&2
+        command="STEPGATE_MEASURE_SECONDS=60 swift test --filter HouseholdMeasurement"
+        STEPGATE_MEASURE_SECONDS=60 STEPGATE_MEASURE_EXECUTABLE="$stepgate" STEPGATE_FIGURES_OUT="$work/household.md" \
+            swift test --skip-build --filter HouseholdMeasurement >&2
+        { stamp household "$command"; cat "$work/household.md"; } > "$work/household-table.md"
+        splice household "$work/household-table.md" docs/household.md
+        ;;
     *)
-        echo "unknown section '$section' (expected accuracy, tuning or speed)" >&2
+        echo "unknown section '$section' (expected accuracy, tuning, speed or household)" >&2
         exit 64
         ;;
     esac

@@ -30,7 +30,7 @@ public final class TestBroker {
         port = try TestBroker.freePort()
         var config = [
             "listener \(port) 127.0.0.1", "persistence false", "log_dest file \(folder.path)/broker.log",
-            "log_type all", "allow_anonymous \(users.isEmpty)",
+            "log_type all", "allow_anonymous \(users.isEmpty)", "set_tcp_nodelay true",
         ]
         // As root, Mosquitto drops to the user "mosquitto", who cannot read the test's folder.
         if geteuid() == 0 { config.append("user root") }

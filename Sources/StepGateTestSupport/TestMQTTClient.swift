@@ -4,11 +4,21 @@ import Synchronization
 
 /// What a test client received, to wait on.
 package final class Received: Sendable {
-    private let events = Mutex<[MQTTClient.Event]>([])
+    private let events = Mutex<[(at: ContinuousClock.Instant, event: MQTTClient.Event)]>([])
 
-    package func record(_ event: MQTTClient.Event) { events.withLock { $0.append(event) } }
+    package func record(_ event: MQTTClient.Event) { events.withLock { $0.append((.now, event)) } }
 
-    package var all: [MQTTClient.Event] { events.withLock { $0 } }
+    package var all: [MQTTClient.Event] { events.withLock { $0.map(\.event) } }
+
+    /// When the first message matching `condition` arrived (on the client's thread).
+    package func arrival(of condition: (MQTTMessage) -> Bool) -> ContinuousClock.Instant? {
+        events.withLock { list in
+            list.first {
+                if case .message(let message) = $0.event { return condition(message) }
+                return false
+            }?.at
+        }
+    }
 
     package var messages: [MQTTMessage] {
         all.compactMap {
