@@ -43,9 +43,9 @@ final class Inbox: Sendable {
         /// Denied launches waiting for their notice; at most 32 (the rest are dropped: a notice
         /// per user and store is rate-limited anyway, and a flood must not grow the inbox).
         var denials: [ExecDenial] = []
-        /// The MQTT connection's latest change, and messages from the broker: at most 64 (a
-        /// flood from the broker must not grow the inbox; commands are answered, so a sender
-        /// sees what was dropped).
+        /// The MQTT connection's latest change, and messages from the broker: at most 64 between
+        /// two turns of the loop (a flood from the broker must not grow the inbox; the rest are
+        /// dropped, and a command among them is not answered).
         var connection: MQTTClient.Event?
         var messages: [MQTTClient.Event] = []
     }

@@ -252,4 +252,36 @@ struct HouseholdDaemonTests {
         // Both gates were cut off and came back: no step twice, none lost.
         #expect(gates.allSatisfy { $0.log.components(separatedBy: "mqtt: connected").count >= 3 })
     }
+
+    @Test func checkSaysWhatMQTTWillDoAndRefusesStepsOverMQTTWithoutABroker() throws {
+        let folder = try Fixtures.temporaryFolder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let config = folder.appendingPathComponent("config.json").path
+        func check(_ text: String) throws -> ProcessResult {
+            try text.write(toFile: config, atomically: true, encoding: .utf8)
+            return try runProcess(Fixtures.stepgateExecutable, ["daemon", "--check", "--config", config])
+        }
+        let base = """
+              "policy": {"stores": {"games": {"selection": {"domains": ["example.com"]},
+                 "gate": {"goals": [{"steps": 50, "minutes": 1}]}}}},
+              "stateDirectory": "\(folder.appendingPathComponent("state").path)",
+              "controlSocket": "\(folder.appendingPathComponent("control.sock").path)",
+              "shields": {"domains": {"browserPolicies": false, "path": "\(folder.appendingPathComponent("hosts").path)"}}
+            """
+        let good = try check(
+            """
+            {"input": {"mqtt": "stepgate/pocket"},
+             "mqtt": {"host": "broker.home", "topicPrefix": "stepgate/desk", "commands": true},
+            \(base)}
+            """)
+        #expect(good.status == 0, "\(good.standardError)")
+        #expect(good.standardOutput.contains("input: steps counted by the host publishing under stepgate/pocket, over MQTT"))
+        #expect(good.standardOutput.contains("mqtt: publishes steps and each store's state (retained) under stepgate/desk at broker.home:1883"), "\(good.standardOutput)")
+        #expect(good.standardOutput.contains("takes lock, skip and emergency commands from stepgate/desk/command"))
+        let missing = try check(#"{"input": {"mqtt": "stepgate/pocket"},"# + base + "}")
+        #expect(missing.status != 0)
+        #expect(missing.standardError.contains(#"input.mqtt: steps over MQTT need an "mqtt" section (the broker)"#), "\(missing.standardError)")
+        let wildcard = try check(#"{"input": {"mqtt": "stepgate/+"}, "mqtt": {},"# + base + "}")
+        #expect(wildcard.standardError.contains("input.mqtt: expected the sensor host's topic prefix"), "\(wildcard.standardError)")
+    }
 }
