@@ -275,13 +275,25 @@ struct HouseholdDaemonTests {
             \(base)}
             """)
         #expect(good.status == 0, "\(good.standardError)")
-        #expect(good.standardOutput.contains("input: steps counted by the host publishing under stepgate/pocket, over MQTT"))
-        #expect(good.standardOutput.contains("mqtt: publishes steps and each store's state (retained) under stepgate/desk at broker.home:1883"), "\(good.standardOutput)")
-        #expect(good.standardOutput.contains("takes lock, skip and emergency commands from stepgate/desk/command"))
+        #expect(
+            good.standardOutput.contains(
+                "input: steps counted by the host publishing under stepgate/pocket, over MQTT"))
+        #expect(
+            good.standardOutput.contains(
+                "mqtt: publishes steps and each store's state (retained) under stepgate/desk at broker.home:1883"
+            ), "\(good.standardOutput)")
+        #expect(
+            good.standardOutput.contains("takes lock, skip and emergency commands from stepgate/desk/command")
+        )
         let missing = try check(#"{"input": {"mqtt": "stepgate/pocket"},"# + base + "}")
         #expect(missing.status != 0)
-        #expect(missing.standardError.contains(#"input.mqtt: steps over MQTT need an "mqtt" section (the broker)"#), "\(missing.standardError)")
+        #expect(
+            missing.standardError.contains(
+                #"input.mqtt: steps over MQTT need an "mqtt" section (the broker)"#),
+            "\(missing.standardError)")
         let wildcard = try check(#"{"input": {"mqtt": "stepgate/+"}, "mqtt": {},"# + base + "}")
-        #expect(wildcard.standardError.contains("input.mqtt: expected the sensor host's topic prefix"), "\(wildcard.standardError)")
+        #expect(
+            wildcard.standardError.contains("input.mqtt: expected the sensor host's topic prefix"),
+            "\(wildcard.standardError)")
     }
 }
