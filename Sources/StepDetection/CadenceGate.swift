@@ -397,6 +397,23 @@ public struct CadenceGate: Sendable {
             striding = false
             stepPeriod = resumeStepPeriod
         }
+        // The chain starts where its peaks fell into a rhythm, which at the wrist can be many
+        // strides after the walk did. Stride after stride before the chain's first peak, while
+        // the signal still repeats at the walk's stride as a walk in progress must to go on
+        // (`continuationCorrelation`), those strides were walked: two steps each, at the step
+        // period, back to where the signal stops repeating (or the history, or the last counted
+        // step). A stride is credited only when the one before it looks the same, so the
+        // stillness before a walk stays out.
+        let oldestMember = members[max(0, n &- 1)]
+        let backSteps =
+            n > 0 && oldestMember > creditedUntil
+            ? stridesWalked(before: oldestMember, stepPeriod: stepPeriod, history, now: now) * 2 : 0
+        var b = backSteps
+        while b > 0 {
+            let t = oldestMember &- Int64((Double(b) * stepPeriod).rounded())
+            if t > creditedUntil { emit(t) }
+            b &-= 1
+        }
         var i = n
         while i > 0 {
             i &-= 1
@@ -419,6 +436,40 @@ public struct CadenceGate: Sendable {
         creditedUntil = members[0]
         walking = true
         filledLastInterval = false
+    }
+
+    /// How many whole strides before `first` the signal shows were walked (see `confirm`): each
+    /// correlates with the stride before it at `continuationCorrelation` or more; one that does
+    /// not may be bridged when the one before it does. Stops at the last counted step and where
+    /// the history ends. Out of line: it runs once per confirmation, not on the per-sample path.
+    @usableFromInline @inline(never)
+    func stridesWalked(
+        before first: Int64, stepPeriod: Double, _ history: borrowing SignalHistory, now: Int64
+    ) -> Int64 {
+        guard continuationCorrelation <= 1 else { return 0 }
+        let stride = Int64(2 * stepPeriod)
+        let reach = history.reach
+        var start = first
+        var strides: Int64 = 0
+        var bridged = false
+        // Each stride's test reaches back over it and the stride before it.
+        while start &- stride > creditedUntil && now &- start &+ 2 &* stride <= reach {
+            let r = history.correlation(atLag: stride, span: stride, endingAgo: now &- start)
+            if r < continuationCorrelation {
+                // One stride that does not repeat (a glance at the watch) may be bridged when the
+                // one before it does.
+                guard !bridged, start &- 2 &* stride > creditedUntil, now &- start &+ 3 &* stride <= reach,
+                    history.correlation(atLag: stride, span: stride, endingAgo: now &- start &+ stride)
+                        >= continuationCorrelation
+                else { break }
+                bridged = true
+                start &-= stride
+                strides &+= 1
+            }
+            start &-= stride
+            strides &+= 1
+        }
+        return strides
     }
 
     /// Forgets all history; unconfirmed peaks are dropped.

@@ -136,6 +136,31 @@ struct CadenceGateTests {
         #expect(g.state != .walking)
     }
 
+    @Test func theStridesBeforeAChainThatRepeatLikeTheWalkAreCreditedBack() {
+        // A chain of steps every 0.5 s from 5 s, over a signal that has repeated every stride
+        // (1 s) for the 8 s of history: the strides before the chain's first peak were walked.
+        func gate() -> CadenceGate {
+            CadenceGate(
+                minimumInterval: 0.3, maximumInterval: 1.3, tolerance: 0.3, stepsToConfirm: 4,
+                fillsMissedSteps: true, strideThreshold: 0.9, periodCorrelation: 0.5,
+                halfPeriodCorrelation: 0.55, continuationCorrelation: 0.75)
+        }
+        let chain = [5.0, 5.5, 6.0, 6.5]
+        var g = gate()
+        let steps = feed(&g, chain, history: history(period: 1.0))
+        // Back to where the history ends (each stride is tested against the one before it):
+        // five strides, ten steps at the step period, then the chain's four.
+        #expect(steps.count == 14)
+        #expect(steps.first == 0)
+        #expect(steps == steps.sorted())
+        // Off (above 1): the chain's steps only.
+        var off = CadenceGate(
+            minimumInterval: 0.3, maximumInterval: 1.3, tolerance: 0.3, stepsToConfirm: 4,
+            fillsMissedSteps: true, strideThreshold: 0.9, periodCorrelation: 0.5,
+            halfPeriodCorrelation: 0.55, continuationCorrelation: 2)
+        #expect(feed(&off, chain, history: history(period: 1.0)).count == 4)
+    }
+
     @Test func aPauseInThePeaksWhoseSignalStillRepeatsAtTheStrideIsWalked() {
         // Steps every 0.5 s over a signal that repeats every stride (1 s), then a peak 1.5 s
         // later: longer than the gate follows, but the signal over the pause still repeats at
@@ -148,7 +173,9 @@ struct CadenceGateTests {
         }
         let walk = (0..<6).map { Double($0) * 0.5 }
         var g = gate(0.75)
-        #expect(feed(&g, walk, history: history(period: 1.0)).count == 6)
+        // The history holds 8 s of the stride rhythm, so the five strides before the first peak
+        // that it reaches are credited back too (see the back-credit test): 10 + 6 steps.
+        #expect(feed(&g, walk, history: history(period: 1.0)).count == 16)
         #expect(
             feed(&g, [4.0], history: history(period: 1.0)) == [3_000_000_000, 3_500_000_000, 4_000_000_000])
         #expect(g.state == .walking)
