@@ -92,6 +92,25 @@ public struct SignalHistory: Sendable {
         return xy / max((xx * yy).squareRoot(), 1e-12)
     }
 
+    /// The root mean square of the `span` nanoseconds that ended `ago` nanoseconds before the
+    /// newest sample (at most what the history holds); 0 when none of it is held.
+    @inlinable
+    public func rms(span: Int64, endingAgo ago: Int64) -> Float {
+        let skip = max(0, Int((Double(ago) / samplePeriod).rounded()))
+        let held = min(count, Self.capacity) &- skip
+        let n = min(held, max(1, Int((Double(span) / samplePeriod).rounded())))
+        guard n > 0 else { return 0 }
+        let ring = values.span
+        var sum: Float = 0
+        var i = count &- skip &- n
+        while i < count &- skip {
+            let v = ring[i & 511]
+            sum += v * v
+            i &+= 1
+        }
+        return (sum / Float(n)).squareRoot()
+    }
+
     /// Forgets all history.
     public mutating func reset() { count = 0 }
 }

@@ -161,6 +161,27 @@ struct CadenceGateTests {
         #expect(feed(&off, chain, history: history(period: 1.0)).count == 4)
     }
 
+    @Test func quietStridesBeforeAChainAreNotCreditedBackHoweverWellTheyRepeat() {
+        // The same chain and stride rhythm as above, but before 2 s the signal is a tenth as
+        // strong: the stillness before a walk (or a drive's hum), which repeats as well as the
+        // walk — correlation ignores scale — but carries none of its energy.
+        var h = SignalHistory(sampleRate: 25, window: 4)
+        for i in 0..<200 {
+            // Sample i is at i / 25 − 1.5 s (the newest, at 6.5 s, is the chain's last peak).
+            let level: Float = Double(i) / 25 - 1.5 < 2 ? 0.1 : 1
+            h.append(level * Float(elementarySinCos(2 * Double.pi * Double(i) / 25).sin))
+        }
+        var g = CadenceGate(
+            minimumInterval: 0.3, maximumInterval: 1.3, tolerance: 0.3, stepsToConfirm: 4,
+            fillsMissedSteps: true, strideThreshold: 0.9, periodCorrelation: 0.5,
+            halfPeriodCorrelation: 0.55, continuationCorrelation: 0.75)
+        let steps = feed(&g, [5.0, 5.5, 6.0, 6.5], history: h)
+        // Two strides back (from 3 s; the one from 2 s is compared with the quiet one before
+        // it), then the chain's four steps.
+        #expect(steps.count == 8)
+        #expect(steps.first == 3_000_000_000)
+    }
+
     @Test func aPauseInThePeaksWhoseSignalStillRepeatsAtTheStrideIsWalked() {
         // Steps every 0.5 s over a signal that repeats every stride (1 s), then a peak 1.5 s
         // later: longer than the gate follows, but the signal over the pause still repeats at
