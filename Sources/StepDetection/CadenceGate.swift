@@ -209,8 +209,10 @@ public struct CadenceGate: Sendable {
                 lastStep = time
                 creditedUntil = time
                 // A step period too slow for walking, or a signal that repeats at half of it:
-                // the peaks come once a stride.
-                var halve = period >= Double(strideThreshold)
+                // the peaks come once a stride. Once: a walk already followed as strides follows
+                // its step period, and that drifting past the threshold is the steps slowing
+                // (or its peaks back at one a step), not peaks once every two strides.
+                var halve = period >= Double(strideThreshold) && !striding
                 if !halve && !striding && halfPeriodCorrelation <= 1 {
                     halve = history.correlation(atLag: Int64(period * 0.5)) >= halfPeriodCorrelation
                 }

@@ -182,6 +182,26 @@ struct CadenceGateTests {
         #expect(steps.first == 3_000_000_000)
     }
 
+    @Test func aWalkFollowedAsStridesIsNotHalvedAgainWhenItsStepPeriodDrifts() {
+        // Peaks every 1 s (past the 0.9 s stride threshold): strides of 0.5 s steps. Then the
+        // peaks come one a step and slow down, 0.6 s to 1 s apart: one step each, the step
+        // period drifting past 0.9 s. (`pbl-25673` walk 4 was halved a second time there and
+        // counted its last 19 s double.)
+        var g = gate(steps: 4, maximumInterval: 1.3, stride: 0.9)
+        #expect(feed(&g, [0, 1, 2, 3]).count == 7)
+        var t = 3.0
+        var slowing: [Double] = []
+        for d in [0.6, 0.65, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95, 1.0, 1.0, 1.0] {
+            t += d
+            slowing.append(t)
+        }
+        #expect(feed(&g, slowing).count == 11)
+        #expect(g.stepPeriod > 0.9)
+        // Five more peaks a second apart: five steps, not ten.
+        #expect(feed(&g, (1...5).map { t + Double($0) }).count == 5)
+        #expect(g.state == .walking)
+    }
+
     @Test func aPauseInThePeaksWhoseSignalStillRepeatsAtTheStrideIsWalked() {
         // Steps every 0.5 s over a signal that repeats every stride (1 s), then a peak 1.5 s
         // later: longer than the gate follows, but the signal over the pause still repeats at
