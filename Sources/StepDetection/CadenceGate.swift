@@ -63,6 +63,9 @@ public struct CadenceGate: Sendable {
     /// The periodicity at the walk's stride, over a pause in its peaks, that carries the walk
     /// across the pause.
     @usableFromInline let continuationCorrelation: Float
+    /// A stride before a chain whose filtered signal has less than this share of the chain's RMS
+    /// is stillness, not a walked stride, however well it correlates (see `stridesWalked`).
+    @usableFromInline static var quietStride: Float { 0.25 }
     /// Until when the last walk may resume, and its peak period.
     @usableFromInline var resumeUntil: Int64 = .min
     @usableFromInline var resumePeakPeriod: Double = 0
@@ -206,8 +209,10 @@ public struct CadenceGate: Sendable {
                 lastStep = time
                 creditedUntil = time
                 // A step period too slow for walking, or a signal that repeats at half of it:
-                // the peaks come once a stride.
-                var halve = period >= Double(strideThreshold)
+                // the peaks come once a stride. Once: a walk already followed as strides follows
+                // its step period, and that drifting past the threshold is the steps slowing
+                // (or its peaks back at one a step), not peaks once every two strides.
+                var halve = period >= Double(strideThreshold) && !striding
                 if !halve && !striding && halfPeriodCorrelation <= 1 {
                     halve = history.correlation(atLag: Int64(period * 0.5)) >= halfPeriodCorrelation
                 }
@@ -354,10 +359,14 @@ public struct CadenceGate: Sendable {
         // the configured window.
         let first = length < stepsToConfirm ? times[slot] &- chainSpan[slot] : Int64.min / 2
         let lag1 = Int64(chainPeriod)
-        if history.correlation(atLag: lag1, span: now &- first &- lag1) < required {
+        // What a fresh walk of this length needs; a resuming chain may pass with less.
+        let fresh = requiredCorrelation(chainLength: length)
+        var rhythm = history.correlation(atLag: lag1, span: now &- first &- lag1)
+        if rhythm < fresh {
             let lag2 = Int64(chainPeriod * 2)
-            if history.correlation(atLag: lag2, span: now &- first &- lag2) < required { return }
+            rhythm = max(rhythm, history.correlation(atLag: lag2, span: now &- first &- lag2))
         }
+        if rhythm < required { return }
         var members = InlineArray<64, Int64>(repeating: 0)
         var units = InlineArray<64, Int32>(repeating: 1)
         var k = newest
@@ -397,6 +406,27 @@ public struct CadenceGate: Sendable {
             striding = false
             stepPeriod = resumeStepPeriod
         }
+        // The chain starts where its peaks fell into a rhythm, which at the wrist can be many
+        // strides after the walk did. Stride after stride before the chain's first peak, while
+        // the signal still repeats at the walk's stride as a walk in progress must to go on
+        // (`continuationCorrelation`), those strides were walked: two steps each, at the step
+        // period, back to where the signal stops repeating (or the history, or the last counted
+        // step). A stride is credited only when the one before it looks the same and both carry
+        // a walk's energy, so the stillness before a walk stays out. A chain that resumes a walk
+        // on less periodicity than a fresh walk needs may not bridge a stride that does not
+        // repeat: the walk ended in that gap once already.
+        let oldestMember = members[max(0, n &- 1)]
+        let backSteps =
+            n > 0 && oldestMember > creditedUntil
+            ? stridesWalked(
+                before: oldestMember, stepPeriod: stepPeriod, history, now: now,
+                bridging: !resuming || rhythm >= fresh) * 2 : 0
+        var b = backSteps
+        while b > 0 {
+            let t = oldestMember &- Int64((Double(b) * stepPeriod).rounded())
+            if t > creditedUntil { emit(t) }
+            b &-= 1
+        }
         var i = n
         while i > 0 {
             i &-= 1
@@ -419,6 +449,51 @@ public struct CadenceGate: Sendable {
         creditedUntil = members[0]
         walking = true
         filledLastInterval = false
+    }
+
+    /// How many whole strides before `first` the signal shows were walked (see `confirm`): each
+    /// correlates with the stride before it at `continuationCorrelation` or more; with
+    /// `bridging`, one that does not may be bridged when the one before it does. Both strides of
+    /// each comparison must hold at least `quietStride` of the RMS of the signal since `first`
+    /// (the chain's): correlation ignores scale, and the stillness before a walk, or a drive's
+    /// hum, at a tenth of the walk's amplitude, repeats by chance over a single stride as often
+    /// as not. Stops at the last counted step and where the history ends. Out of line: it runs
+    /// once per confirmation, not on the per-sample path.
+    @usableFromInline @inline(never)
+    func stridesWalked(
+        before first: Int64, stepPeriod: Double, _ history: borrowing SignalHistory, now: Int64,
+        bridging: Bool
+    ) -> Int64 {
+        guard continuationCorrelation <= 1 else { return 0 }
+        let stride = Int64(2 * stepPeriod)
+        let reach = history.reach
+        let quiet = Self.quietStride * history.rms(span: now &- first, endingAgo: 0)
+        var start = first
+        var strides: Int64 = 0
+        var bridged = false
+        // Each stride's test reaches back over it and the stride before it.
+        while start &- stride > creditedUntil && now &- start &+ 2 &* stride <= reach {
+            guard history.rms(span: stride, endingAgo: now &- start) >= quiet,
+                history.rms(span: stride, endingAgo: now &- start &+ stride) >= quiet
+            else { break }
+            let r = history.correlation(atLag: stride, span: stride, endingAgo: now &- start)
+            if r < continuationCorrelation {
+                // One stride that does not repeat (a glance at the watch) may be bridged when the
+                // one before it does.
+                guard bridging, !bridged, start &- 2 &* stride > creditedUntil,
+                    now &- start &+ 3 &* stride <= reach,
+                    history.rms(span: stride, endingAgo: now &- start &+ 2 &* stride) >= quiet,
+                    history.correlation(atLag: stride, span: stride, endingAgo: now &- start &+ stride)
+                        >= continuationCorrelation
+                else { break }
+                bridged = true
+                start &-= stride
+                strides &+= 1
+            }
+            start &-= stride
+            strides &+= 1
+        }
+        return strides
     }
 
     /// Forgets all history; unconfirmed peaks are dropped.

@@ -21,6 +21,10 @@ public struct SignalHistory: Sendable {
     @inlinable
     public var duration: Double { Double(window) * samplePeriod }
 
+    /// How far back the history reaches, in nanoseconds.
+    @inlinable
+    public var reach: Int64 { Int64(Double(min(count, Self.capacity)) * samplePeriod) }
+
     /// Appends one sample.
     @inlinable @inline(__always)
     public mutating func append(_ y: Float) {
@@ -44,10 +48,21 @@ public struct SignalHistory: Sendable {
         return correlation(atLag: lagTime, over: min(window, max(2, samples)))
     }
 
+    /// The correlation at `lagTime` over `span` nanoseconds that ended `ago` nanoseconds before
+    /// the newest sample (the whole stretch, lag included, within the history); 0 when the
+    /// history does not reach that far back.
     @inlinable
-    func correlation(atLag lagTime: Int64, over n: Int) -> Float {
+    public func correlation(atLag lagTime: Int64, span: Int64, endingAgo ago: Int64) -> Float {
+        let samples = max(2, Int((Double(span) / samplePeriod).rounded()))
+        let skip = max(0, Int((Double(ago) / samplePeriod).rounded()))
+        return correlation(atLag: lagTime, over: samples, skipping: skip)
+    }
+
+    @inlinable
+    func correlation(atLag lagTime: Int64, over n: Int, skipping skip: Int = 0) -> Float {
         let lag = Int((Double(lagTime) / samplePeriod).rounded())
-        guard lag > 0, count >= n &+ lag, n &+ lag <= Self.capacity else { return 0 }
+        let count = self.count &- skip
+        guard lag > 0, skip >= 0, count >= n &+ lag, n &+ lag &+ skip <= Self.capacity else { return 0 }
         // Four independent partial sums break the add-latency chain (4× faster than one).
         var sxy = SIMD4<Float>()
         var sxx = SIMD4<Float>()
@@ -75,6 +90,25 @@ public struct SignalHistory: Sendable {
             i &+= 2
         }
         return xy / max((xx * yy).squareRoot(), 1e-12)
+    }
+
+    /// The root mean square of the `span` nanoseconds that ended `ago` nanoseconds before the
+    /// newest sample (at most what the history holds); 0 when none of it is held.
+    @inlinable
+    public func rms(span: Int64, endingAgo ago: Int64) -> Float {
+        let skip = max(0, Int((Double(ago) / samplePeriod).rounded()))
+        let held = min(count, Self.capacity) &- skip
+        let n = min(held, max(1, Int((Double(span) / samplePeriod).rounded())))
+        guard n > 0 else { return 0 }
+        let ring = values.span
+        var sum: Float = 0
+        var i = count &- skip &- n
+        while i < count &- skip {
+            let v = ring[i & 511]
+            sum += v * v
+            i &+= 1
+        }
+        return (sum / Float(n)).squareRoot()
     }
 
     /// Forgets all history.

@@ -136,6 +136,72 @@ struct CadenceGateTests {
         #expect(g.state != .walking)
     }
 
+    @Test func theStridesBeforeAChainThatRepeatLikeTheWalkAreCreditedBack() {
+        // A chain of steps every 0.5 s from 5 s, over a signal that has repeated every stride
+        // (1 s) for the 8 s of history: the strides before the chain's first peak were walked.
+        func gate() -> CadenceGate {
+            CadenceGate(
+                minimumInterval: 0.3, maximumInterval: 1.3, tolerance: 0.3, stepsToConfirm: 4,
+                fillsMissedSteps: true, strideThreshold: 0.9, periodCorrelation: 0.5,
+                halfPeriodCorrelation: 0.55, continuationCorrelation: 0.75)
+        }
+        let chain = [5.0, 5.5, 6.0, 6.5]
+        var g = gate()
+        let steps = feed(&g, chain, history: history(period: 1.0))
+        // Back to where the history ends (each stride is tested against the one before it):
+        // five strides, ten steps at the step period, then the chain's four.
+        #expect(steps.count == 14)
+        #expect(steps.first == 0)
+        #expect(steps == steps.sorted())
+        // Off (above 1): the chain's steps only.
+        var off = CadenceGate(
+            minimumInterval: 0.3, maximumInterval: 1.3, tolerance: 0.3, stepsToConfirm: 4,
+            fillsMissedSteps: true, strideThreshold: 0.9, periodCorrelation: 0.5,
+            halfPeriodCorrelation: 0.55, continuationCorrelation: 2)
+        #expect(feed(&off, chain, history: history(period: 1.0)).count == 4)
+    }
+
+    @Test func quietStridesBeforeAChainAreNotCreditedBackHoweverWellTheyRepeat() {
+        // The same chain and stride rhythm as above, but before 2 s the signal is a tenth as
+        // strong: the stillness before a walk (or a drive's hum), which repeats as well as the
+        // walk — correlation ignores scale — but carries none of its energy.
+        var h = SignalHistory(sampleRate: 25, window: 4)
+        for i in 0..<200 {
+            // Sample i is at i / 25 − 1.5 s (the newest, at 6.5 s, is the chain's last peak).
+            let level: Float = Double(i) / 25 - 1.5 < 2 ? 0.1 : 1
+            h.append(level * Float(elementarySinCos(2 * Double.pi * Double(i) / 25).sin))
+        }
+        var g = CadenceGate(
+            minimumInterval: 0.3, maximumInterval: 1.3, tolerance: 0.3, stepsToConfirm: 4,
+            fillsMissedSteps: true, strideThreshold: 0.9, periodCorrelation: 0.5,
+            halfPeriodCorrelation: 0.55, continuationCorrelation: 0.75)
+        let steps = feed(&g, [5.0, 5.5, 6.0, 6.5], history: h)
+        // Two strides back (from 3 s; the one from 2 s is compared with the quiet one before
+        // it), then the chain's four steps.
+        #expect(steps.count == 8)
+        #expect(steps.first == 3_000_000_000)
+    }
+
+    @Test func aWalkFollowedAsStridesIsNotHalvedAgainWhenItsStepPeriodDrifts() {
+        // Peaks every 1 s (past the 0.9 s stride threshold): strides of 0.5 s steps. Then the
+        // peaks come one a step and slow down, 0.6 s to 1 s apart: one step each, the step
+        // period drifting past 0.9 s. (`pbl-25673` walk 4 was halved a second time there and
+        // counted its last 19 s double.)
+        var g = gate(steps: 4, maximumInterval: 1.3, stride: 0.9)
+        #expect(feed(&g, [0, 1, 2, 3]).count == 7)
+        var t = 3.0
+        var slowing: [Double] = []
+        for d in [0.6, 0.65, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95, 1.0, 1.0, 1.0] {
+            t += d
+            slowing.append(t)
+        }
+        #expect(feed(&g, slowing).count == 11)
+        #expect(g.stepPeriod > 0.9)
+        // Five more peaks a second apart: five steps, not ten.
+        #expect(feed(&g, (1...5).map { t + Double($0) }).count == 5)
+        #expect(g.state == .walking)
+    }
+
     @Test func aPauseInThePeaksWhoseSignalStillRepeatsAtTheStrideIsWalked() {
         // Steps every 0.5 s over a signal that repeats every stride (1 s), then a peak 1.5 s
         // later: longer than the gate follows, but the signal over the pause still repeats at
@@ -148,7 +214,9 @@ struct CadenceGateTests {
         }
         let walk = (0..<6).map { Double($0) * 0.5 }
         var g = gate(0.75)
-        #expect(feed(&g, walk, history: history(period: 1.0)).count == 6)
+        // The history holds 8 s of the stride rhythm, so the five strides before the first peak
+        // that it reaches are credited back too (see the back-credit test): 10 + 6 steps.
+        #expect(feed(&g, walk, history: history(period: 1.0)).count == 16)
         #expect(
             feed(&g, [4.0], history: history(period: 1.0)) == [3_000_000_000, 3_500_000_000, 4_000_000_000])
         #expect(g.state == .walking)
