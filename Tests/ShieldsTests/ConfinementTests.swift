@@ -520,6 +520,7 @@ struct ConfinementTests {
         #include <sys/mman.h>
         #include <sys/prctl.h>
         #include <unistd.h>
+        \(moveCommandLineC)
         /* cmdline-padder NAME MIB COUNT SECONDS: COUNT processes whose command line is MIB MiB of
            "NAME\\0" (PR_SET_MM_MAP, no privilege), ending after SECONDS or with their parent. */
         int main(int argc, char **argv) {
@@ -528,25 +529,7 @@ struct ConfinementTests {
             int count = atoi(argv[3]), seconds = atoi(argv[4]);
             char *line = mmap(0, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
             for (; used + step <= size; used += step) memcpy(line + used, argv[1], step);
-            char stat[4096] = {0};
-            FILE *f = fopen("/proc/self/stat", "r");
-            if (!f || !fgets(stat, sizeof stat, f)) return 3;
-            fclose(f);
-            unsigned long field[64] = {0};
-            char *p = strrchr(stat, ')') + 2;
-            for (int i = 3; i < 64 && *p; i++) {
-                field[i] = strtoul(p, &p, 10);
-                while (*p && *p != ' ') p++;
-                while (*p == ' ') p++;
-            }
-            struct prctl_mm_map map = {
-                .start_code = field[26], .end_code = field[27], .start_stack = field[28],
-                .start_data = field[45], .end_data = field[46], .start_brk = field[47],
-                .brk = (unsigned long)sbrk(0), .arg_start = (unsigned long)line,
-                .arg_end = (unsigned long)line + used, .env_start = field[50], .env_end = field[51],
-                .exe_fd = (unsigned)-1,
-            };
-            if (prctl(PR_SET_MM, PR_SET_MM_MAP, &map, sizeof map, 0) != 0) { perror("PR_SET_MM_MAP"); return 4; }
+            if (move_command_line(line, line + used) != 0) return 4;
             prctl(PR_SET_PDEATHSIG, SIGKILL);
             alarm(seconds);
             for (int i = 0; i < count; i++) {

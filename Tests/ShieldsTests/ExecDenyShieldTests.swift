@@ -1033,30 +1033,14 @@ struct RunningProcessTests {
             #include <sys/mman.h>
             #include <sys/prctl.h>
             #include <unistd.h>
+            \(moveCommandLineC)
             /* mover FILE|-: the command line moved into FILE's mapping (or anonymous memory). */
             int main(int argc, char **argv) {
                 int fd = strcmp(argv[1], "-") ? open(argv[1], O_RDWR) : -1;
                 char *line = mmap(0, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | (fd < 0 ? MAP_ANONYMOUS : 0), fd, 0);
                 if (line == MAP_FAILED) return 3;
                 memcpy(line, "game", 5);
-                char stat[4096] = {0};
-                FILE *f = fopen("/proc/self/stat", "r");
-                if (!f || !fgets(stat, sizeof stat, f)) return 3;
-                unsigned long field[64] = {0};
-                char *p = strrchr(stat, ')') + 2;
-                for (int i = 3; i < 64 && *p; i++) {
-                    field[i] = strtoul(p, &p, 10);
-                    while (*p && *p != ' ') p++;
-                    while (*p == ' ') p++;
-                }
-                struct prctl_mm_map map = {
-                    .start_code = field[26], .end_code = field[27], .start_stack = field[28],
-                    .start_data = field[45], .end_data = field[46], .start_brk = field[47],
-                    .brk = (unsigned long)sbrk(0), .arg_start = (unsigned long)line,
-                    .arg_end = (unsigned long)line + 5, .env_start = field[50], .env_end = field[51],
-                    .exe_fd = (unsigned)-1,
-                };
-                if (prctl(PR_SET_MM, PR_SET_MM_MAP, &map, sizeof map, 0) != 0) { perror("PR_SET_MM_MAP"); return 4; }
+                if (move_command_line(line, line + 5) != 0) return 4;
                 alarm(60);
                 write(1, "ready\\n", 6);
                 pause();

@@ -84,3 +84,33 @@ let copyMappingsC = """
         }
     }
     """
+
+/// C (after `#define _GNU_SOURCE` and the includes of <linux/prctl.h>, <stdio.h>, <stdlib.h>,
+/// <string.h>, <sys/prctl.h> and <unistd.h>): `move_command_line(start, end)` points the
+/// process's command line (`/proc/PID/cmdline`) at [start, end) of its own memory with
+/// PR_SET_MM_MAP, which needs no privilege; 0 on success. The rest of the memory map is kept as
+/// `/proc/self/stat` gives it.
+let moveCommandLineC = """
+    static int move_command_line(char *start, char *end) {
+        char stat[4096] = {0};
+        FILE *f = fopen("/proc/self/stat", "r");
+        if (!f || !fgets(stat, sizeof stat, f)) return -1;
+        fclose(f);
+        unsigned long field[64] = {0};
+        char *p = strrchr(stat, ')') + 2;
+        for (int i = 3; i < 64 && *p; i++) {
+            field[i] = strtoul(p, &p, 10);
+            while (*p && *p != ' ') p++;
+            while (*p == ' ') p++;
+        }
+        struct prctl_mm_map map = {
+            .start_code = field[26], .end_code = field[27], .start_stack = field[28],
+            .start_data = field[45], .end_data = field[46], .start_brk = field[47],
+            .brk = (unsigned long)sbrk(0), .arg_start = (unsigned long)start,
+            .arg_end = (unsigned long)end, .env_start = field[50], .env_end = field[51],
+            .exe_fd = (unsigned)-1,
+        };
+        if (prctl(PR_SET_MM, PR_SET_MM_MAP, &map, sizeof map, 0) != 0) { perror("PR_SET_MM_MAP"); return -1; }
+        return 0;
+    }
+    """
