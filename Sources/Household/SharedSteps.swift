@@ -123,6 +123,9 @@ package struct SharedStepSender: Equatable, Sendable {
 /// A gate's side: the last total taken from each session.
 package struct SharedStepReceiver: Equatable, Sendable {
     package static let keptSessions = 32
+    /// The most one message may add: more than anyone walks in a day. A source that claims more
+    /// (a broken or hostile one) is held to it, and no sum of messages can overflow a count.
+    package static let maximumPerMessage = 100_000
     /// The sessions taken from, oldest first.
     package private(set) var taken: [StepSession]
     /// True until the first connection's retained messages are through, for a gate that has
@@ -142,13 +145,13 @@ package struct SharedStepReceiver: Equatable, Sendable {
             guard message.seq > last.seq else { return 0 }
             taken[index] = StepSession(
                 session: message.session, seq: message.seq, total: max(last.total, message.total))
-            return max(0, message.total - last.total)
+            return min(Self.maximumPerMessage, max(0, message.total - last.total))
         }
         taken.append(message)
         if taken.count > Self.keptSessions { taken.removeFirst(taken.count - Self.keptSessions) }
         // A session first seen: all its steps are new, unless this gate is adopting the
         // source's past (its first connection, and a retained message: one sent before).
-        return adopting && retained ? 0 : message.total
+        return adopting && retained ? 0 : min(Self.maximumPerMessage, message.total)
     }
 
     /// The first connection's retained messages are through: from now on a session not seen

@@ -187,6 +187,10 @@ struct DaemonCommand: Command {
         if let domains = configuration.domains {
             list.append(("domains file folder", folderOf(domains.path)))
         }
+        // The gate trusts whatever answers on the broker's socket (and sends it its password).
+        if case .unixSocket(let path)? = configuration.mqtt?.broker.address {
+            list.append(("MQTT broker socket folder", folderOf(path)))
+        }
         return list
     }
 

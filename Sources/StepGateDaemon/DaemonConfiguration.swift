@@ -374,6 +374,19 @@ package struct DaemonConfiguration {
         }
         configuration.notifications = try NoticeSettings.parse(root["notifications"], policy: policy)
         configuration.mqtt = try MQTTSettings.parse(root["mqtt"])
+        if let mqtt = configuration.mqtt, case .tcp = mqtt.broker.address, mqtt.broker.tls == nil {
+            var uses: [String] = []
+            if mqtt.commands { uses.append("commands") }
+            if mqtt.shareSteps { uses.append("shared steps") }
+            if case .mqtt = input { uses.append("steps over MQTT (input.mqtt)") }
+            if !uses.isEmpty {
+                throw JSONPathError(
+                    path: "mqtt.tls",
+                    message:
+                        "missing: \(uses.joined(separator: " and ")) need a broker the gate can be sure of: TLS with \"caFile\" (the broker's certificate checked), or \"socket\" in a folder only root can change. Over plain TCP, whoever listens on the broker's address (a gated user's own broker while the real one restarts) gets the gate's password, and could command it or give it steps"
+                )
+            }
+        }
         return configuration
     }
 

@@ -41,7 +41,15 @@ final class HouseholdLink {
     private var receiver: SharedStepReceiver
     private let receiverFile: String
     private var sessionsSeen = 0
-    private var lastBadMessage: String?
+    /// Step messages passed over since the last report, and when that was: one line a minute
+    /// at most, however many a broken source sends.
+    private var badMessages = 0
+    private var badMessagesReported: ContinuousClock.Instant?
+    /// When accepted connections were lost lately: a broker that keeps closing the gate's
+    /// connection is likely letting another client take its client id.
+    private var losses: [ContinuousClock.Instant] = []
+    private var connected = false
+    private var takeoverReported: ContinuousClock.Instant?
 
     init(
         _ settings: MQTTSettings, stores: [String], version: String,
@@ -121,8 +129,9 @@ final class HouseholdLink {
     func handle(_ event: MQTTClient.Event) -> HouseholdOutcome? {
         switch event {
         case .connected:
-            log.notice("mqtt: connected")
+            if lastProblem != nil || sessionsSeen == 0 { log.notice("mqtt: connected") }
             lastProblem = nil
+            connected = true
             sessionsSeen += 1
             // The first connection's retained totals are the source's past, adopted; after
             // that, a session first seen is new.
@@ -133,6 +142,17 @@ final class HouseholdLink {
         case .disconnected(let reason):
             if reason != lastProblem { log.warning("mqtt: \(reason); retrying with back-off") }
             lastProblem = reason
+            if connected {
+                connected = false
+                let now = ContinuousClock.now
+                losses = losses.filter { now - $0 < .seconds(60) } + [now]
+                if losses.count >= 3, takeoverReported.map({ now - $0 >= .seconds(600) }) ?? true {
+                    takeoverReported = now
+                    log.warning(
+                        "mqtt: the broker closed this gate's connection \(losses.count) times in a minute: another client may be using its client id (in Mosquitto, set use_username_as_clientid true)"
+                    )
+                }
+            }
         case .message(let message):
             if commands, message.topic == topics.command { return request(message).map { .request($0) } }
             if let stepSource, message.topic.hasPrefix(stepSource + "/steps/session/") {
@@ -186,9 +206,16 @@ final class HouseholdLink {
                 throw JSONPathError(path: "session", message: "does not match the topic")
             }
         } catch {
-            let reason = "\(message.topic): \(error.path.isEmpty ? "" : error.path + ": ")\(error.message)"
-            if reason != lastBadMessage { log.warning("mqtt: passed over a step message: \(reason)") }
-            lastBadMessage = reason
+            badMessages += 1
+            let now = ContinuousClock.now
+            if badMessagesReported.map({ now - $0 >= .seconds(60) }) ?? true {
+                let reason =
+                    "\(message.topic): \(error.path.isEmpty ? "" : error.path + ": ")\(error.message)"
+                let others = badMessages > 1 ? " (and \(badMessages - 1) more since the last report)" : ""
+                log.warning("mqtt: passed over a step message: \(reason)\(others)")
+                badMessages = 0
+                badMessagesReported = now
+            }
             return nil
         }
         let before = receiver

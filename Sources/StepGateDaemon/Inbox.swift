@@ -134,6 +134,10 @@ final class InputStatistics: Sendable {
 
     /// Steps that came without samples (from another host, over MQTT).
     func add(steps: Int, today: Int) {
-        counts.withLock { $0 = ($0.samples, $0.steps + steps, today) }
+        // Saturating: counts from another host can never trap the daemon.
+        counts.withLock { counts in
+            let (sum, overflow) = counts.steps.addingReportingOverflow(steps)
+            counts = (counts.samples, overflow ? Int.max : sum, today)
+        }
     }
 }

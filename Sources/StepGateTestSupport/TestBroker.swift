@@ -86,6 +86,15 @@ public final class TestBroker {
         throw TestBrokerError("the broker did not listen on port \(port) within 10 s: \(log)")
     }
 
+    /// The members of a daemon's `mqtt` section that reach this broker (TLS with the test CA
+    /// when it has one): `"host": …, "port": …` and `"tls": …`.
+    public var connectionJSON: String {
+        if let caFile {
+            return #""host": "localhost", "port": \#(port), "tls": {"caFile": "\#(caFile)"}"#
+        }
+        return #""host": "127.0.0.1", "port": \#(port)"#
+    }
+
     /// Kills the broker (SIGKILL: nothing is saved, clients see the connection drop).
     public func kill() { process = nil }
 

@@ -45,10 +45,13 @@ package final class Received: Sendable {
 /// A client of `broker` on loopback, started, that records what it gets.
 package func testClient(
     _ broker: TestBroker, id: String, user: (String, String)? = nil, will: MQTTMessage? = nil,
-    subscribe filters: [String] = [], host: String = "127.0.0.1", caFile: String? = nil
+    subscribe filters: [String] = [], host: String? = nil, caFile: String? = nil, plain: Bool = false
 ) throws -> (MQTTClient, Received) {
-    var settings = MQTTBroker(address: .tcp(host: host, port: broker.port), clientID: id)
-    settings.tls = caFile.map { MQTTBroker.TLS(caFile: $0) }
+    // A TLS broker is reached by the name on its certificate, and checked with its CA.
+    let ca = plain ? nil : caFile ?? broker.caFile
+    var settings = MQTTBroker(
+        address: .tcp(host: host ?? (ca == nil ? "127.0.0.1" : "localhost"), port: broker.port), clientID: id)
+    settings.tls = ca.map { MQTTBroker.TLS(caFile: $0) }
     settings.username = user?.0
     settings.password = user?.1
     settings.keepalive = 5

@@ -103,7 +103,7 @@ struct MQTTClientTests {
         #expect(refused.wait { $0.all.contains { if case .disconnected = $0 { true } else { false } } })
         #expect(!refused.connected())
         // Plain MQTT to a TLS listener does not get through either.
-        let (plain, none) = try testClient(broker, id: "gate3")
+        let (plain, none) = try testClient(broker, id: "gate3", plain: true)
         defer { plain.stop() }
         #expect(none.wait { $0.all.contains { if case .disconnected = $0 { true } else { false } } })
         #expect(!none.connected())

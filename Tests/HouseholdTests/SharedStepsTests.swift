@@ -19,6 +19,20 @@ import TypedJSON
         #expect(gate.taken == [message("a", 4, 25), message("b", 2, 7)])
     }
 
+    /// Attack round 12: a hostile source sent 2,100 sessions of 2^52 steps each; their sum
+    /// overflowed the daemon's count and trapped it. One message adds at most a day's walk.
+    @Test func aMessageAddsAtMostADaysWalk() {
+        var gate = SharedStepReceiver(restoring: [])
+        var sum = 0
+        for index in 0..<3000 {
+            let added = gate.receive(message("s\(index)", 1, 1 << 52), retained: false)
+            #expect(added <= SharedStepReceiver.maximumPerMessage)
+            sum += added
+        }
+        #expect(sum == 3000 * SharedStepReceiver.maximumPerMessage)
+        #expect(gate.receive(message("s2999", 2, Int(1 << 52) + 5), retained: false) == 5)
+    }
+
     @Test func aGateNewToTheSourceAdoptsItsPastThenCountsNewSessions() {
         var gate = SharedStepReceiver(restoring: nil)
         #expect(gate.adopting)

@@ -25,7 +25,7 @@ struct HouseholdDaemonTests {
 
         """
 
-    private func config(_ folder: URL, port: Int, commands: Bool = false) throws -> String {
+    private func config(_ folder: URL, broker: TestBroker, commands: Bool = false) throws -> String {
         let password = folder.appendingPathComponent("mqtt-password").path
         try "gate-secret\n".write(toFile: password, atomically: true, encoding: .utf8)
         chmod(password, 0o600)
@@ -38,7 +38,7 @@ struct HouseholdDaemonTests {
               "stateDirectory": "\(folder.appendingPathComponent("state").path)",
               "controlSocket": "\(folder.appendingPathComponent("control.sock").path)",
               "shields": {"domains": {"browserPolicies": false, "path": "\(folder.appendingPathComponent("hosts").path)"}},
-              "mqtt": {"host": "127.0.0.1", "port": \(port), "username": "gate", "passwordFile": "\(password)",
+              "mqtt": {\(broker.connectionJSON), "username": "gate", "passwordFile": "\(password)",
                        "keepalive": 5, "topicPrefix": "stepgate/test", "commands": \(commands)}
             }
             """
@@ -50,7 +50,7 @@ struct HouseholdDaemonTests {
         defer { try? FileManager.default.removeItem(at: folder) }
         try "127.0.0.1 localhost\n".write(
             toFile: folder.appendingPathComponent("hosts").path, atomically: true, encoding: .utf8)
-        let daemon = try TestDaemon(folder: folder, config: try config(folder, port: broker.port))
+        let daemon = try TestDaemon(folder: folder, config: try config(folder, broker: broker))
         // The walk unlocks the store (50 steps at 20 × speed).
         try daemon.wait(30, for: "the unlock") { $0["shielded"] as? Bool == false }
 
@@ -86,7 +86,7 @@ struct HouseholdDaemonTests {
         #expect(seen.wait(10) { $0.last("stepgate/test/availability")?.text == "offline" })
 
         // Started again and stopped cleanly: online, then offline from its goodbye.
-        let again = try TestDaemon(folder: folder, config: try config(folder, port: broker.port))
+        let again = try TestDaemon(folder: folder, config: try config(folder, broker: broker))
         #expect(seen.wait(10) { $0.last("stepgate/test/availability")?.text == "online" })
         again.kill(SIGTERM)
         #expect(seen.wait(10) { $0.last("stepgate/test/availability")?.text == "offline" })
@@ -100,7 +100,7 @@ struct HouseholdDaemonTests {
         defer { try? FileManager.default.removeItem(at: folder) }
         try "127.0.0.1 localhost\n".write(
             toFile: folder.appendingPathComponent("hosts").path, atomically: true, encoding: .utf8)
-        let daemon = try TestDaemon(folder: folder, config: try config(folder, port: broker.port))
+        let daemon = try TestDaemon(folder: folder, config: try config(folder, broker: broker))
         defer { daemon.kill(SIGKILL) }
         // Enforcement goes on: the walk unlocks with no broker.
         try daemon.wait(30, for: "the unlock without a broker") { $0["shielded"] as? Bool == false }
@@ -120,13 +120,13 @@ struct HouseholdDaemonTests {
 
     @Test func commandsAreTakenOnlyFromWhomTheBrokerLetsPublishThem() throws {
         let broker = try TestBroker(
-            users: ["gate": "gate-secret", "viewer": "look", "parent": "in-charge"], acl: Self.acl)
+            users: ["gate": "gate-secret", "viewer": "look", "parent": "in-charge"], acl: Self.acl, tls: true)
         let folder = try Fixtures.temporaryFolder()
         defer { try? FileManager.default.removeItem(at: folder) }
         try "127.0.0.1 localhost\n".write(
             toFile: folder.appendingPathComponent("hosts").path, atomically: true, encoding: .utf8)
         let daemon = try TestDaemon(
-            folder: folder, config: try config(folder, port: broker.port, commands: true))
+            folder: folder, config: try config(folder, broker: broker, commands: true))
         try daemon.wait(30, for: "the unlock") { $0["shielded"] as? Bool == false }
         #expect(!daemon.hostsBlocked)
         let (parent, replies) = try testClient(
@@ -178,7 +178,7 @@ struct HouseholdDaemonTests {
         #expect(replies.wait { $0.messages.contains { $0.text.contains(#""id":"r1""#) } })
         daemon.kill(SIGTERM)
         let again = try TestDaemon(
-            folder: folder, config: try config(folder, port: broker.port, commands: true))
+            folder: folder, config: try config(folder, broker: broker, commands: true))
         defer { again.kill(SIGKILL) }
         #expect(
             replies.wait(10) {
@@ -197,7 +197,7 @@ struct HouseholdDaemonTests {
     /// retained message each time); two gates taking their steps from it count exactly what it
     /// counted.
     @Test func twoGatesCountExactlyTheSensorsStepsThroughTwoBrokerRestarts() throws {
-        let broker = try TestBroker()
+        let broker = try TestBroker(tls: true)
         let folder = try Fixtures.temporaryFolder()
         defer { try? FileManager.default.removeItem(at: folder) }
         func config(_ name: String, input: String, share: Bool) throws -> (URL, String) {
@@ -215,7 +215,7 @@ struct HouseholdDaemonTests {
                   "stateDirectory": "\(home.appendingPathComponent("state").path)",
                   "controlSocket": "\(home.appendingPathComponent("control.sock").path)",
                   "shields": {"domains": {"browserPolicies": false, "path": "\(home.appendingPathComponent("hosts").path)"}},
-                  "mqtt": {"host": "127.0.0.1", "port": \(broker.port), "clientID": "\(name)", "keepalive": 5,
+                  "mqtt": {\(broker.connectionJSON), "clientID": "\(name)", "keepalive": 5,
                            "topicPrefix": "stepgate/\(name)", "shareSteps": \(share)}
                 }
                 """
@@ -268,10 +268,12 @@ struct HouseholdDaemonTests {
               "controlSocket": "\(folder.appendingPathComponent("control.sock").path)",
               "shields": {"domains": {"browserPolicies": false, "path": "\(folder.appendingPathComponent("hosts").path)"}}
             """
+        let ca = folder.appendingPathComponent("ca.crt").path
+        try "a CA certificate".write(toFile: ca, atomically: true, encoding: .utf8)
         let good = try check(
             """
             {"input": {"mqtt": "stepgate/pocket"},
-             "mqtt": {"host": "broker.home", "topicPrefix": "stepgate/desk", "commands": true},
+             "mqtt": {"host": "broker.home", "tls": {"caFile": "\(ca)"}, "topicPrefix": "stepgate/desk", "commands": true},
             \(base)}
             """)
         #expect(good.status == 0, "\(good.standardError)")
@@ -280,11 +282,44 @@ struct HouseholdDaemonTests {
                 "input: steps counted by the host publishing under stepgate/pocket, over MQTT"))
         #expect(
             good.standardOutput.contains(
-                "mqtt: publishes steps and each store's state (retained) under stepgate/desk at broker.home:1883"
+                "mqtt: publishes steps and each store's state (retained) under stepgate/desk at broker.home:8883 (TLS)"
             ), "\(good.standardOutput)")
         #expect(
             good.standardOutput.contains("takes lock, skip and emergency commands from stepgate/desk/command")
         )
+        // Attack round 12: over plain TCP, a gated user's own broker on the address (while the
+        // real one restarts) got the gate's password, and gave it steps and an emergency unlock.
+        for (input, extra, what) in [
+            (#"{"mqtt": "stepgate/pocket"}"#, "", "steps over MQTT (input.mqtt)"),
+            (#"{"replay": "walk.csv"}"#, #", "commands": true"#, "commands"),
+            (#"{"replay": "walk.csv"}"#, #", "shareSteps": true"#, "shared steps"),
+        ] {
+            let plain = try check(
+                #"{"input": \#(input), "mqtt": {"host": "127.0.0.1"\#(extra)},"# + base + "}")
+            #expect(plain.status != 0)
+            #expect(
+                plain.standardError.contains(
+                    "mqtt.tls: missing: \(what) need a broker the gate can be sure of"),
+                "\(plain.standardError)")
+        }
+        let state = try check(
+            #"{"input": {"replay": "walk.csv"}, "mqtt": {"host": "127.0.0.1"},"# + base + "}")
+        #expect(!state.standardError.contains("mqtt.tls"), "\(state.standardError)")
+        let socket = try check(
+            #"{"input": {"mqtt": "p"}, "mqtt": {"socket": "\#(folder.path)/broker.sock"},"# + base + "}")
+        #expect(socket.status == 0, "\(socket.standardError)")
+        if geteuid() == 0 {
+            // A socket in a folder the gated user could change: their broker could answer there.
+            let theirs = folder.appendingPathComponent("theirs").path
+            try FileManager.default.createDirectory(atPath: theirs, withIntermediateDirectories: false)
+            chown(theirs, 65_534, 65_534)
+            let planted = try check(
+                #"{"input": {"mqtt": "p"}, "mqtt": {"socket": "\#(theirs)/mq.sock"},"# + base + "}")
+            #expect(planted.status != 0)
+            #expect(
+                planted.standardError.contains("MQTT broker socket folder: unsafe folder \(theirs)"),
+                "\(planted.standardError)")
+        }
         let missing = try check(#"{"input": {"mqtt": "stepgate/pocket"},"# + base + "}")
         #expect(missing.status != 0)
         #expect(

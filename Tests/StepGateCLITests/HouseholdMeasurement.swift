@@ -62,16 +62,16 @@ struct HouseholdMeasurement {
     }
 
     @Test func stepLatencyThroughTheBrokerAndTheCostOfMQTT() throws {
-        let broker = try TestBroker()
+        let broker = try TestBroker(tls: true)
         let folder = try Fixtures.temporaryFolder()
         defer { try? FileManager.default.removeItem(at: folder) }
         var rows: [String] = []
 
-        // Latency: a test client stands for the sensor host, one step per message, 20 a
+        // Latency (TLS, as steps over MQTT need): a test client stands for the sensor host, one step per message, 20 a
         // second; the gate's own retained `steps` shows when it counted each.
         let (gate, socket) = try daemon(
             folder, name: "gate", input: #"{"mqtt": "stepgate/sensor"}"#,
-            mqtt: #"{"host": "127.0.0.1", "port": \#(broker.port), "topicPrefix": "stepgate/gate"}"#)
+            mqtt: #"{\#(broker.connectionJSON), "topicPrefix": "stepgate/gate"}"#)
         defer {
             kill(gate.processIdentifier, SIGKILL)
             gate.waitUntilExit()
@@ -118,7 +118,7 @@ struct HouseholdMeasurement {
             ("without MQTT", nil),
             (
                 "with MQTT",
-                #"{"host": "127.0.0.1", "port": \#(broker.port), "topicPrefix": "stepgate/cost", "shareSteps": true}"#
+                #"{\#(broker.connectionJSON), "topicPrefix": "stepgate/cost", "shareSteps": true}"#
             ),
         ] as [(String, String?)] {
             let (process, socket) = try daemon(
