@@ -123,6 +123,8 @@ case ", $depends," in
 *", libiio0"[,\ ]*) ;;
 *) depends="$depends, libiio0" ;;
 esac
+# libmosquitto is opened only by a daemon with an "mqtt" section (Sources/Household/
+# LibMosquitto.swift): recommended, not required; the broker itself is a suggestion.
 
 cat >"$root/DEBIAN/control" <<EOF
 Package: stepgate
@@ -131,7 +133,8 @@ Architecture: $arch
 Maintainer: $maintainer
 Installed-Size: $(du -sk --exclude=DEBIAN "$root" | cut -f1)
 Depends: $depends, adduser | systemd
-Suggests: nftables
+Recommends: libmosquitto1
+Suggests: nftables, mosquitto
 Section: utils
 Priority: optional
 Description: walk to unlock: shields programs and domains until you have walked enough
