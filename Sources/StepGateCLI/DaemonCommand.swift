@@ -191,6 +191,18 @@ struct DaemonCommand: Command {
         if case .unixSocket(let path)? = configuration.mqtt?.broker.address {
             list.append(("MQTT broker socket folder", folderOf(path)))
         }
+        // And whatever broker the CA vouches for: a CA file another user could replace would
+        // let their broker pass.
+        if let tls = configuration.mqtt?.broker.tls {
+            for (role, file) in [
+                ("CA", tls.caFile), ("certificate", tls.certificateFile), ("key", tls.keyFile),
+            ] {
+                if let file { list.append(("MQTT \(role) file folder", folderOf(file))) }
+            }
+        }
+        if let password = configuration.mqtt?.passwordFile {
+            list.append(("MQTT password file folder", folderOf(password)))
+        }
         return list
     }
 
@@ -205,6 +217,32 @@ struct DaemonCommand: Command {
                 try FolderSafety.checkOnlyRootCanChange(path, allowMissing: allowMissing)
             } catch {
                 throw ConfigurationFileError(path: configPath, message: "\(role): \(error)")
+            }
+        }
+        // The TLS and password files themselves: root's, not writable by anyone else, and the
+        // secrets not readable by anyone else either.
+        if let mqtt = configuration.mqtt {
+            let tls = mqtt.broker.tls
+            for (key, file, secret) in [
+                ("tls.caFile", tls?.caFile, false), ("tls.certificateFile", tls?.certificateFile, false),
+                ("tls.keyFile", tls?.keyFile, true), ("passwordFile", mqtt.passwordFile, true),
+            ] {
+                guard let file else { continue }
+                var info = stat()
+                guard lstat(file, &info) == 0 else {
+                    throw ConfigurationFileError(
+                        path: configPath, message: "mqtt.\(key): \(file): \(String(cString: strerror(errno)))"
+                    )
+                }
+                if info.st_uid != 0 || info.st_mode & 0o022 != 0 || info.st_mode & S_IFMT != S_IFREG
+                    || (secret && info.st_mode & 0o004 != 0)
+                {
+                    throw ConfigurationFileError(
+                        path: configPath,
+                        message:
+                            "mqtt.\(key): \(file) is owned by uid \(info.st_uid), mode \(String(info.st_mode & 0o7777, radix: 8)); expected a regular file of root's that no one else may write\(secret ? " or read" : "") (whoever could change it could vouch for a broker of their own, or take the gate's place at it)"
+                    )
+                }
             }
         }
     }

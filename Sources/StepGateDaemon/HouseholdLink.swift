@@ -1,5 +1,6 @@
 import Foundation
 import Household
+import Synchronization
 import SystemFiles
 import TypedJSON
 
@@ -25,8 +26,11 @@ final class HouseholdLink {
     private var lastProblem: String?
     private let commands: Bool
     /// The ids of the last commands taken, so one delivered twice (QoS 1 is at least once) is
-    /// carried out once.
-    private var recentIDs: [String] = []
+    /// carried out once, and answered again with its first answer; for 10 minutes (an
+    /// automation sending the same payload every evening is carried out every evening).
+    private var recentIDs: [(id: String, at: ContinuousClock.Instant)] = []
+    private let firstAnswers = Answers()
+    static let repeatWindow: Duration = .seconds(600)
 
     /// Shared steps, sending (`shareSteps`): the sessions and where they are kept.
     private var sender: SharedStepSender?
@@ -285,11 +289,15 @@ final class HouseholdLink {
             return nil
         }
         if let id {
-            guard !recentIDs.contains(id) else {
-                log.info("mqtt: command \(id) came again; carried out once")
+            let now = ContinuousClock.now
+            recentIDs.removeAll { now - $0.at >= Self.repeatWindow }
+            firstAnswers.keep(Set(recentIDs.map(\.id)))
+            guard !recentIDs.contains(where: { $0.id == id }) else {
+                log.info("mqtt: command \(id) came again within 10 minutes; carried out once, answered again")
+                if let first = firstAnswers.answer(for: id) { answer(first) }
                 return nil
             }
-            recentIDs.append(id)
+            recentIDs.append((id, now))
             if recentIDs.count > 256 { recentIDs.removeFirst(recentIDs.count - 256) }
         }
         switch ControlCommand.decode(message.payload) {
@@ -299,13 +307,16 @@ final class HouseholdLink {
             return nil
         case .success(let command):
             let origin = "mqtt \(topics.command)"
-            if command.changesPolicy { log.notice("\(origin): \(command.requestLine)") }
+            let tag = id.map { " (id \($0))" } ?? ""
+            if command.changesPolicy { log.notice("\(origin)\(tag): \(command.requestLine)") }
+            let answers = firstAnswers
             return ControlRequest(
                 command: command, peer: PeerCredentials(pid: 0, uid: UInt32.max, gid: UInt32.max),
                 isAdmin: true,
                 origin: origin
             ) { json in
-                if command.changesPolicy { log.notice("\(origin): answered \(json)") }
+                if command.changesPolicy { log.notice("\(origin)\(tag): answered \(json)") }
+                if let id { answers.record(json, for: id) }
                 answer(json)
             }
         }
@@ -316,4 +327,14 @@ final class HouseholdLink {
         saveSender(force: true)
         client.stop(goodbye: [topics.offline])
     }
+}
+
+/// The first answer to each recent command id (answered from whichever thread the daemon
+/// answers on).
+final class Answers: Sendable {
+    private let answers = Mutex<[String: String]>([:])
+    func record(_ json: String, for id: String) { answers.withLock { $0[id] = $0[id] ?? json } }
+    func answer(for id: String) -> String? { answers.withLock { $0[id] } }
+    /// Forgets the answers of ids not in `ids`.
+    func keep(_ ids: Set<String>) { answers.withLock { $0 = $0.filter { ids.contains($0.key) } } }
 }

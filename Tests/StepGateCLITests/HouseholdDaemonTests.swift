@@ -152,20 +152,27 @@ struct HouseholdDaemonTests {
         #expect(replies.wait { !$0.messages.isEmpty })
         let answer = try #require(replies.messages.first).text
         #expect(answer.hasPrefix(#"{"id":"p1","reply":{"#) && answer.contains(#""ok":true"#), "\(answer)")
-        #expect(daemon.log.contains(#"mqtt stepgate/test/command: {"command":"lock""#), "\(daemon.log)")
+        #expect(
+            daemon.log.contains(#"mqtt stepgate/test/command (id p1): {"command":"lock""#), "\(daemon.log)")
         let owners = try daemon.store("games")["owners"] as? [String] ?? []
         #expect(owners.contains { $0.contains("mqtt stepgate/test/command") }, "\(owners)")
 
-        // Delivered twice (at least once): carried out once, answered once. A malformed command
-        // is answered with what is wrong.
+        // Delivered twice (at least once): carried out once, answered again with the first
+        // answer (attack round 13: a repeat was dropped unanswered). A malformed command is
+        // answered with what is wrong.
         parent.publish(MQTTMessage(topic: "stepgate/test/command", text: lock))
         parent.publish(
             MQTTMessage(
                 topic: "stepgate/test/command", text: #"{"command": "lock", "store": "games", "id": "p2"}"#))
-        #expect(replies.wait { $0.messages.count >= 2 }, "\(replies.messages.map(\.text))")
+        #expect(replies.wait { $0.messages.count >= 3 }, "\(replies.messages.map(\.text))")
         usleep(300_000)
         var texts = replies.messages.map(\.text)
-        #expect(texts.filter { $0.contains(#""id":"p1""#) }.count == 1, "\(texts)")
+        let firsts = texts.filter { $0.contains(#""id":"p1""#) }
+        #expect(firsts.count == 2 && Set(firsts).count == 1, "\(texts)")
+        // Carried out once: the policy's one event line (the journaled answer quotes it too).
+        #expect(
+            daemon.log.components(separatedBy: "\n<5>owner-added games [lock:mqtt").count == 2,
+            "\(daemon.log)")
         #expect(
             texts.contains { $0.contains(#""id":"p2""#) && $0.contains(#"\"minutes\" must be a number"#) },
             "\(texts)")
@@ -319,6 +326,34 @@ struct HouseholdDaemonTests {
             #expect(
                 planted.standardError.contains("MQTT broker socket folder: unsafe folder \(theirs)"),
                 "\(planted.standardError)")
+            // Attack round 13: a CA file of the gated user's would vouch for their broker; a key
+            // or password file they could read would let them take the gate's place.
+            let theirCA = folder.appendingPathComponent("their-ca.crt").path
+            try "a CA".write(toFile: theirCA, atomically: true, encoding: .utf8)
+            chown(theirCA, 65_534, 65_534)
+            let key = folder.appendingPathComponent("client.key").path
+            try "a key".write(toFile: key, atomically: true, encoding: .utf8)
+            chmod(key, 0o644)
+            let password = folder.appendingPathComponent("password").path
+            try "secret\n".write(toFile: password, atomically: true, encoding: .utf8)
+            chmod(password, 0o600)
+            chown(password, 65_534, 65_534)
+            for (mqtt, expected) in [
+                (#""tls": {"caFile": "\#(theirCA)"}"#, "mqtt.tls.caFile: \(theirCA) is owned by uid 65534"),
+                (
+                    #""tls": {"caFile": "\#(ca)", "certificateFile": "\#(ca)", "keyFile": "\#(key)"}"#,
+                    "mqtt.tls.keyFile: \(key) is owned by uid 0, mode 644; expected a regular file of root's that no one else may write or read"
+                ),
+                (
+                    #""tls": {"caFile": "\#(ca)"}, "username": "gate", "passwordFile": "\#(password)""#,
+                    "mqtt.passwordFile: \(password) is owned by uid 65534"
+                ),
+            ] {
+                let refused = try check(
+                    #"{"input": {"mqtt": "p"}, "mqtt": {"host": "broker.home", \#(mqtt)},"# + base + "}")
+                #expect(refused.status != 0)
+                #expect(refused.standardError.contains(expected), "\(refused.standardError)")
+            }
         }
         let missing = try check(#"{"input": {"mqtt": "stepgate/pocket"},"# + base + "}")
         #expect(missing.status != 0)
