@@ -61,6 +61,7 @@ struct Status: Command {
         }
         print("emergency unlocks left this week: \(status.emergencyRemaining)")
         if let next = status.nextChange { print("next change: \(visible(next))") }
+        if let mqtt = status.mqtt { print("mqtt: \(visible(mqtt))") }
         for problem in status.problems { print("problem: \(visible(problem))") }
         if let kinds = status.unenforcedKinds, !kinds.isEmpty {
             print("not enforced on this machine: \(visible(kinds.joined(separator: ", ")))")

@@ -67,6 +67,9 @@ package struct StatusReply: Codable, Sendable, Equatable {
     package var nextChange: String?
     /// Target kinds a store selects that no shield on this machine enforces.
     package var unenforcedKinds: [String]?
+    /// The MQTT connection, when the daemon has one: `connected to BROKER`, or `not connected
+    /// to BROKER since TIME: REASON`.
+    package var mqtt: String?
 }
 
 /// The answer to `check`: whether starting a program is shielded now, with the shield screen.

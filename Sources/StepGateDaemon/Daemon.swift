@@ -603,7 +603,8 @@ package final class Daemon {
             ok: true, input: inputState, samples: counts.samples, stepsSinceStart: counts.steps,
             stepsToday: counts.today, lastDays: ledger.lastDays(), stores: stores,
             emergencyRemaining: status.emergencyRemaining, problems: status.problems,
-            nextChange: nextChange, unenforcedKinds: missing.isEmpty ? nil : missing)
+            nextChange: nextChange, unenforcedKinds: missing.isEmpty ? nil : missing,
+            mqtt: household?.statusLine)
     }
 
     /// Resolves the configured executables (symlinks followed, names looked up on `PATH`).

@@ -54,6 +54,9 @@ final class HouseholdLink {
     private var losses: [ContinuousClock.Instant] = []
     private var connected = false
     private var takeoverReported: ContinuousClock.Instant?
+    /// Since when the link has been down (nil while connected), on the wall clock for `status`.
+    private var downSince: Date? = Date()
+    private let brokerName: String
 
     init(
         _ settings: MQTTSettings, stores: [String], version: String,
@@ -67,6 +70,7 @@ final class HouseholdLink {
         self.stores = stores
         self.log = log
         commands = settings.commands
+        brokerName = settings.broker.described
         senderFile = stateDirectory + "/step-sessions.json"
         receiverFile = stateDirectory + "/step-sources.json"
         self.stepSource = stepSource
@@ -136,6 +140,7 @@ final class HouseholdLink {
             if lastProblem != nil || sessionsSeen == 0 { log.notice("mqtt: connected") }
             lastProblem = nil
             connected = true
+            downSince = nil
             sessionsSeen += 1
             // The first connection's retained totals are the source's past, adopted; after
             // that, a session first seen is new.
@@ -146,6 +151,7 @@ final class HouseholdLink {
         case .disconnected(let reason):
             if reason != lastProblem { log.warning("mqtt: \(reason); retrying with back-off") }
             lastProblem = reason
+            if downSince == nil { downSince = Date() }
             if connected {
                 connected = false
                 let now = ContinuousClock.now
@@ -320,6 +326,15 @@ final class HouseholdLink {
                 answer(json)
             }
         }
+    }
+
+    /// The connection for `status`: up, or down since when and why. A gate whose broker cannot
+    /// be reached (or is taken by something that fails TLS) gets no commands and no shared
+    /// steps: said here, so it is seen at the gate.
+    var statusLine: String {
+        guard let downSince else { return "connected to \(brokerName)" }
+        let since = ISO8601DateFormatter().string(from: downSince)
+        return "not connected to \(brokerName) since \(since)" + (lastProblem.map { ": \($0)" } ?? "")
     }
 
     /// Says `offline` and disconnects cleanly; keeps the step sessions.

@@ -105,6 +105,10 @@ struct HouseholdDaemonTests {
         // Enforcement goes on: the walk unlocks with no broker.
         try daemon.wait(30, for: "the unlock without a broker") { $0["shielded"] as? Bool == false }
         #expect(daemon.log.contains("mqtt: "), "\(daemon.log)")
+        // The gate says so (attack round 13: a port taken by something that fails TLS kept a
+        // gate from its commands, and nothing at the gate showed it).
+        let down = try daemon.status()["mqtt"] as? String ?? ""
+        #expect(down.hasPrefix("not connected to 127.0.0.1:\(broker.port) since "), "\(down)")
         try broker.start()
         let (viewer, seen) = try testClient(
             broker, id: "viewer", user: ("viewer", "look"), subscribe: ["stepgate/test/#"])
@@ -116,6 +120,11 @@ struct HouseholdDaemonTests {
             },
             "\(daemon.log)\n\(broker.log)")
         #expect(seen.last("stepgate/test/availability")?.text == "online")
+        #expect(try daemon.status()["mqtt"] as? String == "connected to 127.0.0.1:\(broker.port)")
+        let text = try daemon.client(["status"])
+        #expect(
+            text.standardOutput.contains("mqtt: connected to 127.0.0.1:\(broker.port)"),
+            "\(text.standardOutput)")
     }
 
     @Test func commandsAreTakenOnlyFromWhomTheBrokerLetsPublishThem() throws {
