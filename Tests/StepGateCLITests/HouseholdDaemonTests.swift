@@ -9,7 +9,10 @@ import Testing
 @Suite(
     "the daemon over MQTT (real broker)",
     .enabled(if: TestBroker.unavailableReason == nil, "\(TestBroker.unavailableReason ?? "")"),
-    .timeLimit(.minutes(2)))
+    // One at a time: a broker or daemon started by one test while another waits for a
+    // `daemon --check` to end can inherit that check's output pipe, and the wait then lasts as
+    // long as the broker (a full parallel run took 195 s for the check test's 12 runs).
+    .serialized, .timeLimit(.minutes(5)))
 struct HouseholdDaemonTests {
     private static let acl = """
         user gate
