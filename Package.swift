@@ -92,7 +92,7 @@ let package = Package(
             name: "StepGateDaemonTests",
             dependencies: [
                 "StepGateDaemon", "UnlockPolicy", "Shields", "SensorInput", "StepDetection",
-                "StepGateTestSupport", "Notifications",
+                "StepGateTestSupport", "Notifications", "Household",
             ]),
         .testTarget(
             name: "StepGateCLITests",

@@ -28,9 +28,8 @@ final class HouseholdLink {
     /// The ids of the last commands taken, so one delivered twice (QoS 1 is at least once) is
     /// carried out once, and answered again with its first answer; for 10 minutes (an
     /// automation sending the same payload every evening is carried out every evening).
-    private var recentIDs: [(id: String, at: ContinuousClock.Instant)] = []
+    private var recentIDs = RecentCommandIDs()
     private let firstAnswers = Answers()
-    static let repeatWindow: Duration = .seconds(600)
 
     /// Shared steps, sending (`shareSteps`): the sessions and where they are kept.
     private var sender: SharedStepSender?
@@ -296,15 +295,14 @@ final class HouseholdLink {
         }
         if let id {
             let now = ContinuousClock.now
-            recentIDs.removeAll { now - $0.at >= Self.repeatWindow }
-            firstAnswers.keep(Set(recentIDs.map(\.id)))
-            guard !recentIDs.contains(where: { $0.id == id }) else {
+            let repeated = recentIDs.isRepeat(id, at: now)
+            firstAnswers.keep(recentIDs.ids)
+            guard !repeated else {
                 log.info("mqtt: command \(id) came again within 10 minutes; carried out once, answered again")
                 if let first = firstAnswers.answer(for: id) { answer(first) }
                 return nil
             }
-            recentIDs.append((id, now))
-            if recentIDs.count > 256 { recentIDs.removeFirst(recentIDs.count - 256) }
+
         }
         switch ControlCommand.decode(message.payload) {
         case .failure(let error):
@@ -352,4 +350,23 @@ final class Answers: Sendable {
     func answer(for id: String) -> String? { answers.withLock { $0[id] } }
     /// Forgets the answers of ids not in `ids`.
     func keep(_ ids: Set<String>) { answers.withLock { $0 = $0.filter { ids.contains($0.key) } } }
+}
+
+/// The ids of the commands taken lately: one that comes again within ``window`` is a repeat (QoS 1
+/// delivers at least once); after that, the same id is a new command. The last 256 are kept.
+struct RecentCommandIDs {
+    static let window: Duration = .seconds(600)
+    private var taken: [(id: String, at: ContinuousClock.Instant)] = []
+
+    /// Whether `id` is a repeat at `now`; if not, it is taken now.
+    mutating func isRepeat(_ id: String, at now: ContinuousClock.Instant) -> Bool {
+        taken.removeAll { now - $0.at >= Self.window }
+        if taken.contains(where: { $0.id == id }) { return true }
+        taken.append((id, now))
+        if taken.count > 256 { taken.removeFirst(taken.count - 256) }
+        return false
+    }
+
+    /// The ids taken within the window.
+    var ids: Set<String> { Set(taken.map(\.id)) }
 }

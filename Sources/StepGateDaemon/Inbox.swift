@@ -43,11 +43,13 @@ final class Inbox: Sendable {
         /// Denied launches waiting for their notice; at most 32 (the rest are dropped: a notice
         /// per user and store is rate-limited anyway, and a flood must not grow the inbox).
         var denials: [ExecDenial] = []
-        /// The MQTT connection's latest change, and messages from the broker: at most 64 between
-        /// two turns of the loop (a flood from the broker must not grow the inbox; the rest are
-        /// dropped, and a command among them is not answered).
-        var connection: MQTTClient.Event?
-        var messages: [MQTTClient.Event] = []
+        /// The MQTT connection's changes and messages from the broker, in the order they came
+        /// (a connection's retained messages belong before the next connection's event): at most
+        /// 64 messages between two turns of the loop (a flood from the broker must not grow the
+        /// inbox; the rest are dropped, and a command among them is not answered); connection
+        /// events are never dropped (one per attempt, at most one a second).
+        var household: [MQTTClient.Event] = []
+        var householdMessages = 0
     }
     private let pending = Mutex(Pending())
     private let doorbell: AsyncStream<Void>.Continuation
@@ -72,10 +74,10 @@ final class Inbox: Sendable {
             case .execDenied(let denial): if p.denials.count < 32 { p.denials.append(denial) }
             case .household(let event):
                 if case .message = event {
-                    if p.messages.count < 64 { p.messages.append(event) }
-                } else {
-                    p.connection = event
+                    guard p.householdMessages < 64 else { break }
+                    p.householdMessages += 1
                 }
+                p.household.append(event)
             }
         }
         doorbell.yield()
@@ -95,8 +97,7 @@ final class Inbox: Sendable {
             if case .some(let reason) = p.inputEnded { events.append(.inputEnded(reason)) }
             events += p.requests.map { .request($0) }
             events += p.denials.map { .execDenied($0) }
-            if let connection = p.connection { events.append(.household(connection)) }
-            events += p.messages.map { .household($0) }
+            events += p.household.map { .household($0) }
             let stop = p.stop
             p = Pending()
             p.stop = stop  // a stop stays latched

@@ -49,6 +49,14 @@ public func runProcess(
     process.standardError = err
     let inPipe = Pipe()
     process.standardInput = inPipe
+    // Close-on-exec, so a process another test starts meanwhile does not inherit them (its
+    // copy of the write end kept this read waiting until it ended); the child gets its own
+    // copies as 0, 1 and 2, which dup2 makes inheritable.
+    for pipe in [out, err, inPipe] {
+        for handle in [pipe.fileHandleForReading, pipe.fileHandleForWriting] {
+            _ = fcntl(handle.fileDescriptor, F_SETFD, FD_CLOEXEC)
+        }
+    }
     try process.run()
     if let input { inPipe.fileHandleForWriting.write(Data(input.utf8)) }
     try inPipe.fileHandleForWriting.close()
