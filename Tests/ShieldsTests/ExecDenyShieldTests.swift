@@ -305,7 +305,7 @@ struct ExecDenyShieldTests {
         // terminate: the gated user's program ends; root's runs on.
         let played = try start()
         let rootCopy = try start(asNobody: false)
-        defer { rootCopy.terminate() }
+        defer { kill(rootCopy.processIdentifier, SIGKILL) }
         try shield.apply(target, context: ShieldContext(store: "t"))
         played.waitUntilExit()
         #expect(played.terminationReason == .uncaughtSignal)
@@ -314,7 +314,7 @@ struct ExecDenyShieldTests {
 
         // stop: stopped while shielded (again at each recheck), resumed at unlock.
         let stopped = try start()
-        defer { stopped.terminate() }
+        defer { kill(stopped.processIdentifier, SIGKILL) }
         try shield.apply(target, context: ShieldContext(store: "s"))
         #expect(state(stopped, awaiting: "T") == "T")
         kill(stopped.processIdentifier, SIGCONT)  // the user resumes it...
@@ -327,7 +327,7 @@ struct ExecDenyShieldTests {
 
         // leave: runs on.
         let left = try start()
-        defer { left.terminate() }
+        defer { kill(left.processIdentifier, SIGKILL) }
         try shield.apply(target, context: ShieldContext(store: "l"))
         usleep(400_000)
         #expect(left.isRunning && state(left) != "T")
@@ -380,7 +380,10 @@ struct ExecDenyShieldTests {
 
         var started: [Process] = []
         defer {
-            for process in started where process.isRunning { process.terminate() }
+            // SIGKILL: a test runner's children start with SIGTERM blocked, and the bystander
+            // (argv[0] "/bin/sleep") is not among what `running` matches; left alive it kept the
+            // test runner's output open for 5 minutes after the run.
+            for process in started where process.isRunning { kill(process.processIdentifier, SIGKILL) }
             for pid in running(["sleep", "301"]) + running(["sleep", "303"]) { kill(pid, SIGKILL) }
         }
         func play() throws -> [Process] {
@@ -520,7 +523,7 @@ struct ExecDenyShieldTests {
         let ofNobody = { (pid: Int32) in ProcessCredentials(pid: pid)?.uids.first == 65534 }
         var started: [Process] = []
         defer {
-            for process in started where process.isRunning { process.terminate() }
+            for process in started where process.isRunning { kill(process.processIdentifier, SIGKILL) }
             for process in RunningProcess.running([gameID, sleeperID], deep: true, include: ofNobody) {
                 process.signal(SIGKILL)
             }
@@ -814,7 +817,7 @@ struct ExecDenyShieldTests {
         chmod(folder.path, 0o755)
         let flood = "for i in $(seq 1000); do exec {f}</dev/null; done; sleep 60"
         var floods: [Process] = []
-        defer { for process in floods where process.isRunning { process.terminate() } }
+        defer { for process in floods where process.isRunning { kill(process.processIdentifier, SIGKILL) } }
         for _ in 0..<30 { floods.append(try startAsNobody(["/bin/bash", "-c", flood])) }
         usleep(500_000)
         let shield = try ExecDenyShield()
@@ -839,7 +842,7 @@ struct ExecDenyShieldTests {
         played.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
         played.arguments = ["--reuid=nobody", "--regid=nogroup", "--clear-groups", game, "60"]
         try played.run()
-        defer { if played.isRunning { played.terminate() } }
+        defer { if played.isRunning { kill(played.processIdentifier, SIGKILL) } }
         usleep(300_000)
         try FileManager.default.copyItem(atPath: "/bin/sleep", toPath: game + ".tmp")
         #expect(rename(game + ".tmp", game) == 0)  // the upgrade: a new inode under the name

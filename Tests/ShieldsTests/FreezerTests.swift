@@ -104,9 +104,11 @@ struct FreezerTests {
         let freeze = try #require(FileHandle(forWritingAtPath: cgroup + "/cgroup.freeze"))
         try freeze.write(contentsOf: Data("1".utf8))
         try freeze.close()
-        try (cgroup + "\n").write(toFile: Freezer.ledger, atomically: false, encoding: .utf8)
-        for _ in 0..<100 where !Freezer.isFrozen(cgroup) { usleep(2_000) }
+        // Frozen first, then listed: an exec shield another test makes meanwhile thaws what the
+        // list names (as a new daemon would), and a loaded machine takes a while to freeze.
+        for _ in 0..<2500 where !Freezer.isFrozen(cgroup) { usleep(2_000) }
         #expect(Freezer.isFrozen(cgroup))
+        try (cgroup + "\n").write(toFile: Freezer.ledger, atomically: false, encoding: .utf8)
         _ = Reaper(privilegedGroup: nil, grace: .seconds(1))
         #expect(!Freezer.isFrozen(cgroup))
         #expect(!FileManager.default.fileExists(atPath: Freezer.ledger))

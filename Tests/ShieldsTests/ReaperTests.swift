@@ -148,7 +148,7 @@ struct ReaperFindsEveryRunningProgram {
         ].map { libraries + "/" + $0 }.filter { FileManager.default.fileExists(atPath: $0) }
         let played = try start(
             "LD_PRELOAD='\(preload.joined(separator: " "))' exec \(loader) '\(game.path)' 30")
-        defer { if played.isRunning { played.terminate() } }
+        defer { if played.isRunning { kill(played.processIdentifier, SIGKILL) } }
         let pid = played.processIdentifier
         // The loader maps the game, then the libraries before it.
         _ = eventually { (offset(of: Array(game.path.utf8), in: bytes("/proc/\(pid)/maps")) ?? 0) > 4096 }
@@ -173,7 +173,11 @@ struct ReaperFindsEveryRunningProgram {
         try #require(setUp.status == 0, "\(setUp.standardError)")
         let linked = try start("exec \"./$(printf '\\377')\" 30")
         let preloaded = try start("LD_PRELOAD=\"$PWD/$(printf 'd\\377')/libm.so.6\" exec ./game 30")
-        defer { for process in [linked, preloaded] where process.isRunning { process.terminate() } }
+        defer {
+            for process in [linked, preloaded] where process.isRunning {
+                kill(process.processIdentifier, SIGKILL)
+            }
+        }
         for process in [linked, preloaded] {
             let pid = process.processIdentifier
             #expect(eventually { offset(of: Array(game.path.utf8), in: bytes("/proc/\(pid)/maps")) != nil })
@@ -202,7 +206,11 @@ struct ReaperFindsEveryRunningProgram {
         let relative = try start("exec awk -f game.awk", input: inputs[0])
         let absolute = try start("exec awk -f '\(folder)//./sub/../game.awk'", input: inputs[1])
         let other = try start("exec awk -f other.awk", input: inputs[2])
-        defer { for process in [relative, absolute, other] where process.isRunning { process.terminate() } }
+        defer {
+            for process in [relative, absolute, other] where process.isRunning {
+                kill(process.processIdentifier, SIGKILL)
+            }
+        }
         for process in [relative, absolute, other] {
             let pid = process.processIdentifier
             #expect(eventually { offset(of: Array(".awk".utf8), in: bytes("/proc/\(pid)/cmdline")) != nil })
@@ -234,7 +242,11 @@ struct ReaperFindsEveryRunningProgram {
             "exec unshare -Urm sh -c \"mount --bind '\(folder)' /mnt && exec 3< /mnt/game && umount -l /mnt && exec sleep 30\""
         )
         let unrelated = try start("exec unshare -Urm sh -c \"exec 3< '\(other.path)'; exec sleep 30\"")
-        defer { for process in [kept, detached, unrelated] where process.isRunning { process.terminate() } }
+        defer {
+            for process in [kept, detached, unrelated] where process.isRunning {
+                kill(process.processIdentifier, SIGKILL)
+            }
+        }
         for process in [kept, detached, unrelated] {
             let pid = process.processIdentifier
             #expect(eventually { String(decoding: bytes("/proc/\(pid)/comm"), as: UTF8.self) == "sleep\n" })
@@ -269,7 +281,11 @@ struct ReaperFindsEveryRunningProgram {
         let body = "use threads; threads->create(sub { sleep 30 }); sleep 1; syscall(\(exit), 0)"
         let mapped = try start("exec '\(game.path)' -e '\(body)'")
         let holding = try start("exec perl -e 'open(my $f, \"<\", \"held\") or die; \(body)'")
-        defer { for process in [mapped, holding] where process.isRunning { process.terminate() } }
+        defer {
+            for process in [mapped, holding] where process.isRunning {
+                kill(process.processIdentifier, SIGKILL)
+            }
+        }
         for process in [mapped, holding] {
             let pid = process.processIdentifier
             #expect(eventually { leaderState(pid) == UInt8(ascii: "Z") }, "the first thread has not ended")
