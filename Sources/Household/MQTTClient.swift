@@ -308,15 +308,12 @@ package final class MQTTClient: Sendable {
     }
 
     private func markDisconnected(_ reason: String?) {
-        let was = state.withLock { state in
-            defer {
-                state.connected = false
-                state.lastReason = nil
-            }
-            return state.connected
+        state.withLock { state in
+            state.connected = false
+            state.lastReason = nil
         }
         // Every failed attempt is reported (the daemon logs a reason once, until it changes).
-        if let reason, was || !stopping { onEvent(.disconnected(reason: reason)) }
+        if let reason { onEvent(.disconnected(reason: reason)) }
     }
 
     /// CONNACK: 0 is accepted; anything else is the broker's refusal (bad credentials, …).

@@ -118,6 +118,8 @@ public final class ExecDenyShield: Shield {
         /// The stores that shield each denied file, and who is told of a denied launch.
         let stores = Mutex<[FileID: [String]]>([:])
         let onDenied = Mutex<Callback<ExecDenial>?>(nil)
+        /// Who is told of the shield's warnings (a scan of running programs that took long).
+        let onWarning = Mutex<Callback<String>?>(nil)
         /// Files of unlocked stores whose gated openers are remembered (and confined), with
         /// the stores whose files they are.
         let watched = Mutex<[FileID: Set<String>]>([:])
@@ -183,12 +185,11 @@ public final class ExecDenyShield: Shield {
     }
 
     /// Where the shield's warnings go (a scan of running programs that took long).
-    private let warnings = Warnings()
     public var onWarning: (@Sendable (String) -> Void)? {
-        get { warnings.handler.withLock { $0 }?.call }
+        get { denied.onWarning.withLock { $0 }?.call }
         set {
             let box: Callback<String>? = newValue.map { Callback($0) }
-            warnings.handler.withLock { $0 = box }
+            denied.onWarning.withLock { $0 = box }
         }
     }
 
@@ -284,7 +285,7 @@ public final class ExecDenyShield: Shield {
             denied = Denied(privilegedGroup: privilegedGroup, confinement: confinement)
             reaper = Reaper(
                 privilegedGroup: privilegedGroup, grace: gracePeriod, confinement: confinement,
-                log: { [warnings] in warnings.send($0) })
+                log: { [denied] in denied.onWarning.withLock { $0 }?.call($0) })
             denied.answering.store(false, ordering: .relaxed)
             watcher = FolderWatcher()
             responders = Self.startResponders(group: group, denied: denied)
@@ -316,7 +317,7 @@ public final class ExecDenyShield: Shield {
         denied = Denied(privilegedGroup: privilegedGroup, confinement: confinement)
         reaper = Reaper(
             privilegedGroup: privilegedGroup, grace: gracePeriod, confinement: confinement,
-            log: { [warnings] in warnings.send($0) })
+            log: { [denied] in denied.onWarning.withLock { $0 }?.call($0) })
         watcher = FolderWatcher()
         responders = Self.startResponders(group: group, denied: denied)
     }
@@ -1013,12 +1014,6 @@ final class FolderWatcher: Sendable {
 /// `inout` access is re-wrapped (reabstracted) on every read; read once per event, it grew until
 /// calling it overflowed the stack (a loop of denied launches crashed the daemon). A class
 /// reference is read back as it is.
-/// Where the shield's warnings go, once someone listens.
-final class Warnings: Sendable {
-    let handler = Mutex<Callback<String>?>(nil)
-    func send(_ text: String) { handler.withLock { $0 }?.call(text) }
-}
-
 final class Callback<Argument>: Sendable {
     let call: @Sendable (Argument) -> Void
     init(_ call: @escaping @Sendable (Argument) -> Void) { self.call = call }

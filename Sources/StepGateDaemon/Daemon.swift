@@ -281,7 +281,7 @@ package final class Daemon {
                     if let error = result { log.error("reload: \(error); keeping the old configuration") }
                 case .signal:
                     log.notice("stopping: saving state")
-                    if case .mqtt = configuration.input { saveLedger(force: true) }
+                    if remoteSteps != nil { saveRemoteSteps(force: true) }
                     do {
                         try stateStore.save(engine.state)
                     } catch {
@@ -310,9 +310,8 @@ package final class Daemon {
                         answer(request)
                     case .steps(let count)?:
                         // Steps another host counted: into the history and to the gates.
-                        ledger.add(count)
-                        input.add(steps: count, today: ledger.steps)
-                        saveLedger(force: false)
+                        remoteSteps?.add(steps: count)
+                        saveRemoteSteps(force: false)
                         perform(engine.handle(.steps(count), at: clock.now()))
                     case nil: break
                     }
@@ -323,14 +322,17 @@ package final class Daemon {
         }
     }
 
-    /// When the history was last saved for steps over MQTT (a sample input saves its own).
-    private var ledgerSaved = ContinuousClock.now
+    /// The counter of steps over MQTT (input `{"mqtt": …}`): its ledger and save interval are
+    /// the ones every input counts with.
+    private var remoteSteps: StepCounter?
 
-    /// Saves the step history at most every 10 s while steps come over MQTT (and at stop).
-    private func saveLedger(force: Bool) {
-        guard force || ContinuousClock.now - ledgerSaved >= .seconds(10) else { return }
-        ledgerSaved = .now
-        do { try ledger.save() } catch { log.warning("\(error)") }
+    /// Saves the history of steps over MQTT when due (and at stop), and updates the figures
+    /// `status` shows.
+    private func saveRemoteSteps(force: Bool) {
+        guard var counter = remoteSteps else { return }
+        do { try counter.saveIfDue(force: force) } catch { log.warning("\(error)") }
+        input.record(counter)
+        remoteSteps = counter
     }
 
     /// Raises the soft descriptor limit to the hard one, so bursts of clients, hooks and
@@ -682,6 +684,9 @@ package final class Daemon {
             again = true
         case .mqtt(let prefix):
             // The steps come through the MQTT link (``HouseholdLink``), in the loop.
+            let counter = StepCounter(configuration: detector, ledger: ledger)
+            statistics.record(counter)
+            remoteSteps = counter
             inputState =
                 household == nil
                 ? "failed: steps from \(prefix) need MQTT, which is not running"

@@ -49,7 +49,6 @@ final class Inbox: Sendable {
         /// inbox; the rest are dropped, and a command among them is not answered); connection
         /// events are never dropped (one per attempt, at most one a second).
         var household: [MQTTClient.Event] = []
-        var householdMessages = 0
     }
     private let pending = Mutex(Pending())
     private let doorbell: AsyncStream<Void>.Continuation
@@ -73,9 +72,10 @@ final class Inbox: Sendable {
             case .shieldOutcome(let outcome): p.outcomes.append(outcome)
             case .execDenied(let denial): if p.denials.count < 32 { p.denials.append(denial) }
             case .household(let event):
-                if case .message = event {
-                    guard p.householdMessages < 64 else { break }
-                    p.householdMessages += 1
+                if case .message = event,
+                    p.household.count(where: { if case .message = $0 { true } else { false } }) >= 64
+                {
+                    break
                 }
                 p.household.append(event)
             }
@@ -131,14 +131,5 @@ final class InputStatistics: Sendable {
 
     func record(_ counter: StepCounter) {
         counts.withLock { $0 = (counter.samples, counter.steps, counter.today) }
-    }
-
-    /// Steps that came without samples (from another host, over MQTT).
-    func add(steps: Int, today: Int) {
-        // Saturating: counts from another host can never trap the daemon.
-        counts.withLock { counts in
-            let (sum, overflow) = counts.steps.addingReportingOverflow(steps)
-            counts = (counts.samples, overflow ? Int.max : sum, today)
-        }
     }
 }

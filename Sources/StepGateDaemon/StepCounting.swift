@@ -50,6 +50,14 @@ package struct StepCounter {
         return events
     }
 
+    /// Counts steps that came without samples (another host's, over MQTT).
+    package mutating func add(steps count: Int) {
+        guard count > 0 else { return }
+        steps += count
+        ledger?.add(count)
+        unsaved = true
+    }
+
     /// Saves the ledger when steps are waiting and the interval has passed (or `force`).
     package mutating func saveIfDue(force: Bool = false) throws {
         guard unsaved, let ledger, force || ContinuousClock.now - lastSave >= saveInterval else { return }

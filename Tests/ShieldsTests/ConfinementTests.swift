@@ -598,10 +598,7 @@ struct ConfinementTests {
         #expect(took < .seconds(3), "the game ran \(took) past the relock")
         // A command line naming the game's file name 1.6 million times, in a folder other than
         // the game's, is read at once and names nothing.
-        var info = stat()
-        #expect(stat(game, &info) == 0)
-        let named = ShieldedFiles(
-            [ExecDenyShield.FileID(device: UInt64(info.st_dev), inode: UInt64(info.st_ino))], paths: [game])
+        let named = try shieldedFiles(game)
         let reading = ContinuousClock.now
         #expect(named.named(by: pads.processIdentifier) == false)
         print("an 8 MiB command line was read and looked through in \(ContinuousClock.now - reading)")

@@ -1055,11 +1055,7 @@ struct RunningProcessTests {
             #expect(FileManager.default.createFile(atPath: backing, contents: Data(count: 4096)))
             let game = folder.appendingPathComponent("game").path
             try FileManager.default.copyItem(atPath: "/bin/sleep", toPath: game)
-            var info = stat()
-            #expect(stat(game, &info) == 0)
-            let shielded = ShieldedFiles(
-                [ExecDenyShield.FileID(device: UInt64(info.st_dev), inode: UInt64(info.st_ino))],
-                paths: [game])
+            let shielded = try shieldedFiles(game)
             func moved(into file: String) throws -> (Bool?, Bool?) {
                 let process = Process()
                 process.executableURL = URL(fileURLWithPath: mover)
@@ -1093,11 +1089,7 @@ struct RunningProcessTests {
         try withTemporaryFolder { folder in
             let game = folder.appendingPathComponent("game").path
             try FileManager.default.copyItem(atPath: "/bin/sleep", toPath: game)
-            var info = stat()
-            #expect(stat(game, &info) == 0)
-            let shielded = ShieldedFiles(
-                [ExecDenyShield.FileID(device: UInt64(info.st_dev), inode: UInt64(info.st_ino))],
-                paths: [game])
+            let shielded = try shieldedFiles(game)
             func named(_ arguments: [String]) throws -> Bool? {
                 // A shell that stays (no exec of its last command), with the arguments.
                 let shell = Process()

@@ -114,3 +114,11 @@ let moveCommandLineC = """
         return 0;
     }
     """
+
+/// The scan's view of the single shielded file `path` (its device, inode and path).
+func shieldedFiles(_ path: String) throws -> ShieldedFiles {
+    var info = stat()
+    guard stat(path, &info) == 0 else { throw CocoaError(.fileNoSuchFile) }
+    return ShieldedFiles(
+        [ExecDenyShield.FileID(device: UInt64(info.st_dev), inode: UInt64(info.st_ino))], paths: [path])
+}
