@@ -32,8 +32,9 @@ let package = Package(
         .systemLibrary(name: "CLinux"),
         // Enforcers of the policy's effects, one file per shield.
         .target(name: "Shields", dependencies: ["UnlockPolicy", "SystemFiles", "TypedJSON", "CLinux"]),
-        // sd-bus, libsystemd's D-Bus client (pkg-config "libsystemd").
-        .systemLibrary(name: "CSystemd", pkgConfig: "libsystemd", providers: [.apt(["libsystemd-dev"])]),
+        // sd-bus, libsystemd's D-Bus client: its header only; libsystemd.so.0 is opened when the
+        // first desktop notice is sent (Sources/Notifications/LibSystemd.swift), not linked.
+        .systemLibrary(name: "CSystemd", providers: [.apt(["libsystemd-dev"])]),
         // Desktop notifications on a user's session bus (org.freedesktop.Notifications).
         .target(name: "Notifications", dependencies: ["CSystemd"]),
         // libmosquitto 2.0, the MQTT client library: its header only; libmosquitto.so.1 is opened
@@ -84,7 +85,9 @@ let package = Package(
             dependencies: ["Shields", "UnlockPolicy", "TypedJSON", "StepGateTestSupport", "CLinux"]),
         .testTarget(name: "HouseholdTests", dependencies: ["Household", "TypedJSON", "StepGateTestSupport"]),
         .testTarget(
-            name: "NotificationsTests", dependencies: ["Notifications", "CSystemd", "StepGateTestSupport"]),
+            name: "NotificationsTests", dependencies: ["Notifications", "CSystemd", "StepGateTestSupport"],
+            // The test's own notification server calls sd-bus directly.
+            linkerSettings: [.linkedLibrary("systemd")]),
         .testTarget(
             name: "TuningTests",
             dependencies: ["Tuning", "StepDetection", "SensorInput", "StepGateTestSupport"]),

@@ -107,8 +107,8 @@ for script in postinst prerm postrm; do
     install -m 0755 "debian/$script" "$root/DEBIAN/$script"
 done
 
-# Library dependencies from the binary (libc, libstdc++, libgcc, libsystemd), and libiio (opened
-# on first use, so dpkg-shlibdeps cannot see it).
+# Library dependencies from the binary (libc, libstdc++, libgcc), and libiio and libsystemd
+# (opened on first use, so dpkg-shlibdeps cannot see them).
 depends="libc6, libgcc-s1, libiio0, libstdc++6, libsystemd0"
 if command -v dpkg-shlibdeps >/dev/null; then
     mkdir -p "$stage/debian"
@@ -122,6 +122,11 @@ fi
 case ", $depends," in
 *", libiio0"[,\ ]*) ;;
 *) depends="$depends, libiio0" ;;
+esac
+# libsystemd (sd-bus, for desktop notices) likewise (Sources/Notifications/LibSystemd.swift).
+case ", $depends," in
+*", libsystemd0"[,\ ]*) ;;
+*) depends="$depends, libsystemd0" ;;
 esac
 # libmosquitto is opened only by a daemon with an "mqtt" section (Sources/Household/
 # LibMosquitto.swift): recommended, not required; the broker itself is a suggestion.

@@ -107,7 +107,7 @@ struct Replay: SynchronousCommand {
                         line.add("time_s", Double(event.timestamp &- first) / 1e9, decimals: 3)
                         line.add("count", event.count)
                         out.line(line.string)
-                    })
+                    }, readAhead: true)
                 bar.finish()
                 try Replay.requireSamples(summary, file: file)
             } catch {

@@ -14,6 +14,10 @@ public enum StepGate {
         ExecGuard.self, Config.self, Bench.self, Completions.self, LiftShields.self,
     ]
 
+    /// The commands ``runSynchronously(_:)`` runs (each is in ``commands`` as well;
+    /// `CommandLineTests` checks this list has every ``SynchronousCommand`` of it).
+    static let synchronousCommands: [any SynchronousCommand.Type] = [Replay.self, Config.self]
+
     /// What StepGate is, for `--help` and the manual page.
     static let overview =
         "StepGate counts your steps from an accelerometer and unlocks what you shielded once you have walked enough."
@@ -90,9 +94,11 @@ public enum StepGate {
     /// ``SynchronousCommand`` (such as `replay`); the exit status, or `nil` for any other
     /// command, which ``main()`` runs.
     public static func runSynchronously(_ arguments: [String]) -> Int32? {
-        guard let first = arguments.first,
-            let type = commands.first(where: { $0.configuration.commandName == first })
-                as? any SynchronousCommand.Type
+        // Only the synchronous commands' configurations are built (each builds its help text), and
+        // no dynamic cast to the protocol: its first use scans every protocol conformance in the
+        // executable.
+        guard let first = arguments.first, !first.hasPrefix("-"),
+            let type = synchronousCommands.first(where: { $0.configuration.commandName == first })
         else { return nil }
         let configuration = type.configuration
         do {

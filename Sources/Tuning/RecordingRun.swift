@@ -47,12 +47,17 @@ public struct RecordingSummary: Sendable, Hashable {
 ///   - progress: Called now and then with the bytes read and the file size.
 ///   - onFirstSample: Called with the first sample's timestamp, before any step.
 ///   - onStep: Called for every step, in time order.
+///   - readAhead: Whether a long file (512 KiB or more, on a machine with more than one core) is
+///     read on a thread of its own while this one counts (``ReadAhead``). The counts are the
+///     same either way; `replay` reads ahead, `eval` and `tune` (which count files in parallel)
+///     do not.
 public func countSteps(
     inFile path: String, options: RecordingReader.Options = .init(),
     configuration: DetectorConfiguration = DetectorConfiguration(),
     progress: ((_ bytesRead: Int, _ fileSize: Int) -> Void)? = nil,
     onFirstSample: (Int64) -> Void = { _ in },
-    onStep: (StepEvent) -> Void = { _ in }
+    onStep: (StepEvent) -> Void = { _ in },
+    readAhead: Bool = false
 ) throws(RecordingError) -> RecordingSummary {
     var reader = try RecordingReader(path: path, options: options)
     var detector = StepDetector(
@@ -60,6 +65,30 @@ public func countSteps(
     )
     var summary = RecordingSummary(
         path: path, format: reader.format, unit: reader.unit, gravityIncluded: reader.gravityIncluded)
+    let fileSize = reader.fileSize
+    if readAhead, ReadAhead.worthwhile(fileSize: fileSize), var ahead = ReadAhead(reader) {
+        var samples = 0
+        var nextReport = 1 << 20
+        let end = try ahead.forEachBatch { batch, bytesRead in
+            guard let first = batch.first else { return }
+            if samples == 0 {
+                summary.firstTimestamp = first.timestamp
+                onFirstSample(first.timestamp)
+            }
+            for sample in batch { detector.process(sample, onStep) }
+            samples &+= batch.count
+            summary.lastTimestamp = batch[batch.count - 1].timestamp
+            if let progress, samples >= nextReport {
+                nextReport = samples + (1 << 16)
+                progress(bytesRead, fileSize)
+            }
+        }
+        summary.samples = samples
+        summary.steps = detector.count
+        summary.skipped = end.skipped
+        summary.bytes = end.bytesRead
+        return summary
+    }
     var samples = 0
     var first: Int64 = 0
     var last: Int64 = 0

@@ -1,0 +1,149 @@
+import Glibc
+import SensorInput
+import StepDetection
+import Synchronization
+
+/// A recording read on a thread of its own while the calling thread counts: parsing and
+/// detecting overlap on two cores, so a long replay takes about as long as the slower of the
+/// two instead of their sum.
+///
+/// The reading thread fills batches of samples into a ring of ``slotCount`` slots; two counting
+/// semaphores hand each slot over (free → full → free), so the only waits are the reader waiting
+/// for a free slot and the counter for a full one, and `sem_post`/`sem_wait` order the slot's
+/// memory between the threads. The samples come out exactly as ``RecordingReader/next()``
+/// gives them, and an error the reader meets comes out after the samples before it.
+struct ReadAhead: ~Copyable {
+    /// Samples per batch: 96 KB of samples, about 100 KB of a typical CSV.
+    static let batchSize = 4096
+    static let slotCount = 4
+
+    /// What one slot carries from the reader to the counter.
+    struct Slot {
+        var samples: [AccelerationSample] = []
+        var bytesRead = 0
+        /// Set on the last slot: how reading ended.
+        var end: Result<SkippedRows, RecordingError>?
+    }
+
+    /// Whether reading ahead is worth a thread: a file of at least `minimumBytes` on a machine
+    /// with more than one core online.
+    static func worthwhile(fileSize: Int, minimumBytes: Int = 1 << 19) -> Bool {
+        fileSize >= minimumBytes && sysconf(Int32(_SC_NPROCESSORS_ONLN)) > 1
+    }
+
+    private let shared: Shared
+    private var thread = pthread_t()
+    private var taken = 0
+    private var finished = false
+
+    /// Starts reading `reader` on a new thread; nil if no thread could be started (the caller
+    /// then reads on its own thread).
+    init?(_ reader: consuming RecordingReader) {
+        shared = Shared(reader)
+        let context = Unmanaged.passRetained(shared).toOpaque()
+        let started = pthread_create(
+            &thread, nil,
+            { context in
+                let shared = Unmanaged<Shared>.fromOpaque(context!).takeRetainedValue()
+                shared.read()
+                return nil
+            }, context)
+        guard started == 0 else {
+            Unmanaged<Shared>.fromOpaque(context).release()
+            return nil
+        }
+    }
+
+    /// Calls `body` with each batch in order, then returns how reading ended (rows skipped and
+    /// bytes read), or throws the reader's error after the samples before it.
+    mutating func forEachBatch(
+        _ body: (_ samples: UnsafeBufferPointer<AccelerationSample>, _ bytesRead: Int) -> Void
+    ) throws(RecordingError) -> (skipped: SkippedRows, bytesRead: Int) {
+        while true {
+            let slot = shared.slots + taken % Self.slotCount
+            taken += 1
+            while sem_wait(shared.full) != 0 {}  // EINTR
+            slot.pointee.samples.withUnsafeBufferPointer { body($0, slot.pointee.bytesRead) }
+            if let end = slot.pointee.end {
+                join()
+                switch end {
+                case .success(let skipped): return (skipped, slot.pointee.bytesRead)
+                case .failure(let error): throw error
+                }
+            }
+            sem_post(shared.free)
+        }
+    }
+
+    private mutating func join() {
+        guard !finished else { return }
+        finished = true
+        pthread_join(thread, nil)
+    }
+
+    deinit {
+        // Never left running: a reader abandoned mid-file is stopped at its next batch.
+        if !finished {
+            shared.stop.store(true, ordering: .relaxed)
+            sem_post(shared.free)
+            pthread_join(thread, nil)
+        }
+    }
+
+    /// The state both threads reach: the ring, the semaphores and the reader (touched only by
+    /// the reading thread until it ends).
+    private final class Shared: @unchecked Sendable {
+        var reader: RecordingReader
+        let slots: UnsafeMutablePointer<Slot>
+        let free: UnsafeMutablePointer<sem_t>
+        let full: UnsafeMutablePointer<sem_t>
+        let stop = Atomic<Bool>(false)
+
+        init(_ reader: consuming RecordingReader) {
+            self.reader = reader
+            slots = .allocate(capacity: ReadAhead.slotCount)
+            slots.initialize(repeating: Slot(), count: ReadAhead.slotCount)
+            free = .allocate(capacity: 1)
+            full = .allocate(capacity: 1)
+            sem_init(free, 0, UInt32(ReadAhead.slotCount))
+            sem_init(full, 0, 0)
+        }
+
+        /// The reading thread: fills slot after slot until the file ends or fails.
+        func read() {
+            var index = 0
+            while true {
+                while sem_wait(free) != 0 {}  // EINTR
+                if stop.load(ordering: .relaxed) { return }
+                let slot = slots + index % ReadAhead.slotCount
+                index += 1
+                slot.pointee.samples.removeAll(keepingCapacity: true)
+                slot.pointee.samples.reserveCapacity(ReadAhead.batchSize)
+                do throws(RecordingError) {
+                    while slot.pointee.samples.count < ReadAhead.batchSize {
+                        guard let sample = try reader.next() else {
+                            slot.pointee.end = .success(reader.skipped)
+                            break
+                        }
+                        slot.pointee.samples.append(sample)
+                    }
+                } catch {
+                    slot.pointee.end = .failure(error)
+                }
+                slot.pointee.bytesRead = reader.bytesRead
+                let last = slot.pointee.end != nil
+                sem_post(full)
+                if last { return }
+            }
+        }
+
+        deinit {
+            slots.deinitialize(count: ReadAhead.slotCount)
+            slots.deallocate()
+            sem_destroy(free)
+            sem_destroy(full)
+            free.deallocate()
+            full.deallocate()
+        }
+    }
+}
