@@ -7,7 +7,7 @@ import StepGateDaemon
 enum Documentation {
     /// The commands as the man page and the completions list them: every subcommand, then
     /// `help`.
-    static var commands: [CommandConfiguration] { StepGate.commands.map { $0.configuration } }
+    static var commands: [CommandConfiguration] { StepGate.commands.map { $0.type.configuration } }
 
     // MARK: - Manual page
 

@@ -7,12 +7,23 @@ public enum StepGate {
     /// The version printed by `--version`.
     public static let version = "0.1.0"
 
-    /// Every subcommand, in the order help lists them.
-    static let commands: [any Command.Type] = [
-        Replay.self, Eval.self, Tune.self, Plot.self, Simulate.self, Devices.self, Record.self, Run.self,
-        DaemonCommand.self, Status.self, History.self, Lock.self, Skip.self, Unlock.self, Reload.self,
-        ExecGuard.self, Config.self, Bench.self, Completions.self, LiftShields.self,
+    /// Every subcommand, in the order help lists them, by name: finding the command to run does
+    /// not build every configuration before it (each builds its help text; the daemon's start
+    /// would build nine). `StartupPathTests` checks each name is its configuration's.
+    static let commands: [(name: String, type: any Command.Type)] = [
+        ("replay", Replay.self), ("eval", Eval.self), ("tune", Tune.self), ("plot", Plot.self),
+        ("simulate", Simulate.self), ("devices", Devices.self), ("record", Record.self), ("run", Run.self),
+        ("daemon", DaemonCommand.self), ("status", Status.self), ("history", History.self),
+        ("lock", Lock.self),
+        ("skip", Skip.self), ("unlock", Unlock.self), ("reload", Reload.self), ("exec", ExecGuard.self),
+        ("config", Config.self), ("bench", Bench.self), ("completions", Completions.self),
+        ("lift-shields", LiftShields.self),
     ]
+
+    /// The command called `name`, if any.
+    static func command(named name: String) -> (any Command.Type)? {
+        commands.first { $0.name == name }?.type
+    }
 
     /// The commands ``runSynchronously(_:)`` runs (each is in ``commands`` as well;
     /// `CommandLineTests` checks this list has every ``SynchronousCommand`` of it).
@@ -56,7 +67,7 @@ public enum StepGate {
                 print(Documentation.manPage(), terminator: "")
                 return 0
             }
-            guard let command = commands.first(where: { $0.configuration.commandName == name }) else {
+            guard let command = command(named: name) else {
                 printError("Error: unknown subcommand '\(name)'\n\(rootUsage)")
                 return ExitCode.usage.rawValue
             }
@@ -65,7 +76,7 @@ public enum StepGate {
         default:
             break
         }
-        guard let type = commands.first(where: { $0.configuration.commandName == first }) else {
+        guard let type = command(named: first) else {
             printError(
                 "Error: unknown subcommand '\(first)'\n\(rootUsage)\n  See 'stepgate --help' for more information."
             )
@@ -146,9 +157,9 @@ public enum StepGate {
             SUBCOMMANDS:
 
             """
-        let width = max(22, (commands.map { $0.configuration.commandName.count }.max() ?? 0) + 4)
+        let width = max(22, (commands.map { $0.name.count }.max() ?? 0) + 4)
         for command in commands {
-            let c = command.configuration
+            let c = command.type.configuration
             text += "  " + rightPad(c.commandName, width) + c.abstract + "\n"
         }
         text += "\n  See 'stepgate help <subcommand>' for detailed help."

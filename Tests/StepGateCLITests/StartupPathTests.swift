@@ -7,8 +7,9 @@ import Testing
 struct StartupPathTests {
     @Test func everySynchronousCommandRunsOnTheStartUpPathAndNoOther() {
         var listed: [String] = []
-        for type in StepGate.commands where type is any SynchronousCommand.Type {
-            listed.append(type.configuration.commandName)
+        for (name, type) in StepGate.commands {
+            #expect(name == type.configuration.commandName)
+            if type is any SynchronousCommand.Type { listed.append(name) }
         }
         var fast: [String] = []
         for type in StepGate.synchronousCommands { fast.append(type.configuration.commandName) }
