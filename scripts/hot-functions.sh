@@ -85,3 +85,6 @@ done | grep -v '^0x' | awk '!seen[$0]++' > "$work/order"
     cat "$work/order"
 } > "$out"
 echo "hot-functions: $(wc -l < "$work/order") functions in $out" >&2
+# SwiftPM does not know the link depends on the list: remove the executable so the next release
+# build links it again with the new list.
+rm -f "$stepgate"
