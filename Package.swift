@@ -60,7 +60,7 @@ let package = Package(
             ]),
         .executableTarget(
             name: "stepgate", dependencies: ["StepGateCLI"],
-            exclude: ["hot-functions.order"],
+            exclude: ["hot-functions.order", "link"],
             linkerSettings: [
                 // Release builds link with lld and pack the executable's ~75,000 relative
                 // relocations (DT_RELR, glibc 2.36): the loader reads 14 KB instead of 1.8 MB at
@@ -74,6 +74,8 @@ let package = Package(
                         "-Xlinker",
                         "--symbol-ordering-file=\(Context.packageDirectory)/Sources/stepgate/hot-functions.order",
                         "-Xlinker", "--no-warn-symbol-ordering",
+                        // libstdc++ linked statically (Sources/stepgate/link/libstdc++.so says why).
+                        "-L\(Context.packageDirectory)/Sources/stepgate/link",
                     ],
                     .when(configuration: .release))
             ]),
