@@ -4,17 +4,18 @@
 # `<!-- figures:NAME -->` and `<!-- /figures:NAME -->` and starts with the command, the commit
 # and the machine it came from.
 #
-#   bash scripts/figures.sh [accuracy] [tuning] [speed] [household]    (default: all four)
+#   bash scripts/figures.sh [accuracy] [tuning] [speed] [live] [household]    (default: all five)
 #
 # accuracy and tuning need the labelled development set (../shared/data, or $STEPGATE_DATA);
 # without it they are left as they are. tuning takes about a minute on 2 cores. household
 # starts Mosquitto brokers and daemons (about 2 minutes; root, as the test suite's daemons).
+# live runs `stepgate run` on an emulated accelerometer and the daemon (root; 2 × 2 minutes).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
 data="${STEPGATE_DATA:-../shared/data}"
 sections=("$@")
-[ "${#sections[@]}" -gt 0 ] || sections=(accuracy tuning speed household)
+[ "${#sections[@]}" -gt 0 ] || sections=(accuracy tuning speed live household)
 
 # Static Swift runtime, as scripts/package.sh ships it (and as the speed targets are stated).
 swift build -c release --static-swift-stdlib --product stepgate >&2
@@ -82,6 +83,40 @@ for section in "${sections[@]}"; do
         { stamp speed "$command"; "$stepgate" bench --markdown "${tune[@]}" "${files[@]}"; } > "$work/speed.md"
         splice speed "$work/speed.md"
         ;;
+    live)
+        # stepgate run on an emulated 100 Hz accelerometer through the real libiio, and the
+        # daemon on samples/try-daemon.json: CPU and peak resident memory of each whole process
+        # (/usr/bin/time). Root and ../shared/tools/fake-iio.sh; STEPGATE_LIVE_SECONDS (default
+        # 120) each.
+        fake="$root/../shared/tools/fake-iio.sh"
+        if [ "$(id -u)" != 0 ] || [ ! -x "$fake" ]; then echo "skipped live: needs root and $fake" >&2; continue; fi
+        seconds="${STEPGATE_LIVE_SECONDS:-120}"
+        export FAKE_IIO_STATE="$work/iio"
+        "$fake" up --odr 100 >&2
+        "$fake" feed --pattern walk --rate 100 >/dev/null 2>&1 &
+        feeder=$!
+        "$fake" exec /usr/bin/time -f '%e %U %S %M' -o "$work/run.time" "$stepgate" run --json \
+            --duration "$seconds" --ledger "$work/ledger.json" > "$work/run.out"
+        kill "$feeder" 2>/dev/null || true
+        "$fake" down >&2 || true
+        sed -e "s|/tmp/stepgate-try|$work/try|g" \
+            -e "s|\"walk-front-pocket-303.csv\"|\"$root/samples/walk-front-pocket-303.csv\"|" \
+            samples/try-daemon.json > "$work/try-daemon.json"
+        mkdir -p "$work/try"
+        /usr/bin/time -f '%e %U %S %M' -o "$work/daemon.time" \
+            timeout -s INT "$seconds" "$stepgate" daemon --config "$work/try-daemon.json" >/dev/null 2>&1 || true
+        row() { # row LABEL TIMEFILE: CPU share of one core and peak resident memory
+            tail -n 1 "$2" | awk -v label="$1" '{ printf "| %s | %.2f %% of a core | %.1f MiB (%d KiB) |\n", label, ($2 + $3) * 100 / $1, $4 / 1024, $4 }'
+        }
+        {
+            stamp live "STEPGATE_LIVE_SECONDS=$seconds bash scripts/figures.sh live"
+            echo "| process ($seconds s each) | CPU | peak resident memory |"
+            echo "|---|---:|---:|"
+            row "\`stepgate run\` at 100 Hz, emulated LIS3DH through the real libiio ($(grep -c '"event":"step"' "$work/run.out" || true) steps)" "$work/run.time"
+            row "\`stepgate daemon\` on \`samples/try-daemon.json\` (the pocket walk replayed at 5 ×, 211 Hz)" "$work/daemon.time"
+        } > "$work/live.md"
+        splice live "$work/live.md"
+        ;;
     household)
         swift build --build-tests >&2
         command="STEPGATE_MEASURE_SECONDS=60 swift test --filter HouseholdMeasurement"
@@ -91,7 +126,7 @@ for section in "${sections[@]}"; do
         splice household "$work/household-table.md" docs/household.md
         ;;
     *)
-        echo "unknown section '$section' (expected accuracy, tuning, speed or household)" >&2
+        echo "unknown section '$section' (expected accuracy, tuning, speed, live or household)" >&2
         exit 64
         ;;
     esac
