@@ -67,8 +67,10 @@ public struct CadenceGate: Sendable {
     /// is stillness, not a walked stride, however well it correlates (see `stridesWalked`).
     @usableFromInline static var quietStride: Float { 0.25 }
     /// The periodicity a chain needs once it has held its rhythm for twice the correlation
-    /// window, where footfalls are judged (see `footfallChainRequirement`).
-    @usableFromInline static var footfallChainCorrelation: Float { 0.45 }
+    /// window, where footfalls are judged (see `footfallChainRequirement`). 0.55, not the 0.45
+    /// first tried: at 0.45 (and 0.5) a non-walking activity at the wrist can hold such a chain
+    /// and pass as a long false walk, and a false step unlocks what was not earned.
+    @usableFromInline static var footfallChainCorrelation: Float { 0.55 }
     /// Until when the last walk may resume, and its peak period.
     @usableFromInline var resumeUntil: Int64 = .min
     @usableFromInline var resumePeakPeriod: Double = 0
@@ -344,7 +346,7 @@ public struct CadenceGate: Sendable {
     /// the input (``ImpactMeter/ratio`` finite, so footfalls are there): the evidence of a
     /// rhythm held for longer than the correlation window adds to what the window shows. From
     /// `required` at a chain spanning one window (4 s) it falls linearly to
-    /// `footfallChainCorrelation` (0.45) at two windows and beyond; never above `required`.
+    /// `footfallChainCorrelation` (0.55) at two windows and beyond; never above `required`.
     ///
     /// At the wrist a walker whose arm does something else than swing (a glance at the watch, a
     /// hand held still) still lands a foot at every step: the peaks keep the rhythm, chain after
