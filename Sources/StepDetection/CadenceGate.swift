@@ -66,6 +66,11 @@ public struct CadenceGate: Sendable {
     /// A stride before a chain whose filtered signal has less than this share of the chain's RMS
     /// is stillness, not a walked stride, however well it correlates (see `stridesWalked`).
     @usableFromInline static var quietStride: Float { 0.25 }
+    /// The periodicity a chain needs once it has held its rhythm for twice the correlation
+    /// window, where footfalls are judged (see `footfallChainRequirement`). 0.55, not the 0.45
+    /// first tried: at 0.45 (and 0.5) a non-walking activity at the wrist can hold such a chain
+    /// and pass as a long false walk, and a false step unlocks what was not earned.
+    @usableFromInline static var footfallChainCorrelation: Float { 0.55 }
     /// Until when the last walk may resume, and its peak period.
     @usableFromInline var resumeUntil: Int64 = .min
     @usableFromInline var resumePeakPeriod: Double = 0
@@ -246,7 +251,7 @@ public struct CadenceGate: Sendable {
         link(time, height)
         // Without footfall impacts the rhythm is an arm moving on its own, not a walk.
         if !walking && bestChain >= minimumBoutSteps && impact >= minimumImpactRatio {
-            confirm(history, now: now ?? time, emit)
+            confirm(history, now: now ?? time, footfallsJudged: impact.isFinite, emit)
         }
     }
 
@@ -337,9 +342,32 @@ public struct CadenceGate: Sendable {
         return periodCorrelation + f * (longChainCorrelation - periodCorrelation)
     }
 
-    /// Credits the uncounted peaks of the chain ending at the newest peak and starts walking.
+    /// The periodicity a chain longer than `stepsToConfirm` needs when the impact meter judges
+    /// the input (``ImpactMeter/ratio`` finite, so footfalls are there): the evidence of a
+    /// rhythm held for longer than the correlation window adds to what the window shows. From
+    /// `required` at a chain spanning one window (4 s) it falls linearly to
+    /// `footfallChainCorrelation` (0.55) at two windows and beyond; never above `required`.
+    ///
+    /// At the wrist a walker whose arm does something else than swing (a glance at the watch, a
+    /// hand held still) still lands a foot at every step: the peaks keep the rhythm, chain after
+    /// chain of 15–20 of them, while the waveform over 4 s repeats at r 0.4–0.6 and the walk is
+    /// not confirmed. The rhythm held for twice the window is evidence the window does not see,
+    /// and the impact guard has checked that the peaks come with footfalls. Without a verdict
+    /// (input slower than 16 Hz, such as a 12.5 Hz watch log, whose drives form long chains from
+    /// the car's bounce) the full requirement stays.
     @inlinable
-    mutating func confirm(_ history: borrowing SignalHistory, now: Int64, _ emit: (Int64) -> Void) {
+    func footfallChainRequirement(_ required: Float, span: Int64, window: Double) -> Float {
+        let f = Float(min(1, max(0, Double(span) / window - 1)))
+        return min(required, required + f * (Self.footfallChainCorrelation - required))
+    }
+
+    /// Credits the uncounted peaks of the chain ending at the newest peak and starts walking.
+    /// `footfallsJudged`: the impact meter gave a verdict (see `footfallChainRequirement`).
+    @inlinable
+    mutating func confirm(
+        _ history: borrowing SignalHistory, now: Int64, footfallsJudged: Bool = false,
+        _ emit: (Int64) -> Void
+    ) {
         let newest = peakCount &- 1
         let slot = newest % Self.capacity
         let length = Int(chainLength[slot])
@@ -347,6 +375,11 @@ public struct CadenceGate: Sendable {
         // Same-foot periodicity: one chain period, or two when the peaks are steps (left and
         // right steps often differ, the stride always repeats).
         var required = requiredCorrelation(chainLength: length)
+        if footfallsJudged && length > stepsToConfirm {
+            required = footfallChainRequirement(required, span: chainSpan[slot], window: history.duration)
+        }
+        // What a fresh walk of this chain needs; a resuming chain may pass with less.
+        let fresh = required
         let resuming = times[slot] <= resumeUntil && near(chainPeriod, resumePeakPeriod)
         if resuming {
             // The walk that just ended, resuming after a stumble, a turn or a few faint steps:
@@ -359,8 +392,6 @@ public struct CadenceGate: Sendable {
         // the configured window.
         let first = length < stepsToConfirm ? times[slot] &- chainSpan[slot] : Int64.min / 2
         let lag1 = Int64(chainPeriod)
-        // What a fresh walk of this length needs; a resuming chain may pass with less.
-        let fresh = requiredCorrelation(chainLength: length)
         var rhythm = history.correlation(atLag: lag1, span: now &- first &- lag1)
         if rhythm < fresh {
             let lag2 = Int64(chainPeriod * 2)

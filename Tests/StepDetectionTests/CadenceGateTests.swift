@@ -264,6 +264,48 @@ struct CadenceGateTests {
         #expect(feed(&fresh, alone, history: stepHistory(period: 0.92)).count == 13)
     }
 
+    @Test func aChainHeldLongerThanTheWindowNeedsLessPeriodicityWhereFootfallsAreJudged() {
+        // Peaks every 0.48 s over a signal that is the step rhythm plus as much again of noise
+        // (an arm doing something else than swing): it repeats at r 0.56 at most, below the
+        // 0.631 a chain needs over the 4 s window. Where the impact meter judges the input, a
+        // chain that has held its rhythm for longer than the window needs less, 0.55 at two
+        // windows; where it cannot (input below 16 Hz: an infinite ratio), nothing changes.
+        var h = SignalHistory(sampleRate: 25, window: 4)
+        var state: UInt64 = 99
+        for i in 0..<300 {
+            state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+            let noise = Double(state >> 11) * 0x1p-53 - 0.5
+            h.append(Float(elementarySinCos(2 * Double.pi * Double(i) / 12).sin + 3.6 * noise))
+        }
+        let r = max(h.correlation(atLag: 480_000_000), h.correlation(atLag: 960_000_000))
+        #expect(r > 0.55 && r < 0.631)
+        func gate() -> CadenceGate {
+            CadenceGate(
+                minimumInterval: 0.3, maximumInterval: 1.3, tolerance: 0.325, stepsToConfirm: 7,
+                fillsMissedSteps: true, strideThreshold: 0.9, periodCorrelation: 0.631,
+                halfPeriodCorrelation: 0.55, minimumBoutSteps: 5, shortBoutCorrelation: 0.95,
+                sinusoidCorrelation: -0.8, minimumImpactRatio: 0.15)
+        }
+        func feed(_ g: inout CadenceGate, peaks: Range<Int>, impact: Float) -> [Int64] {
+            var steps: [Int64] = []
+            for k in peaks {
+                g.peak(at: Int64(k) * 480_000_000, history: h, impact: impact) { steps.append($0) }
+            }
+            return steps
+        }
+        // Judged: confirmed once the chain spans about 7.7 s (its 17th peak, where it needs
+        // 0.557), every peak a step.
+        var judged = gate()
+        #expect(feed(&judged, peaks: 0..<16, impact: 0.5).isEmpty)
+        #expect(feed(&judged, peaks: 16..<17, impact: 0.5).count == 17)
+        #expect(feed(&judged, peaks: 17..<20, impact: 0.5).count == 3)
+        #expect(judged.state == .walking)
+        // Not judged (too slow an input for impacts): the full requirement, never confirmed.
+        var unjudged = gate()
+        #expect(feed(&unjudged, peaks: 0..<20, impact: .infinity).isEmpty)
+        #expect(unjudged.state != .walking)
+    }
+
     @Test func withoutFillingAMissedStepEndsTheWalk() {
         var g = gate(steps: 4, fill: false)
         _ = feed(&g, [0, 0.5, 1.0, 1.5])
