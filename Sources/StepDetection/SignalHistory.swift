@@ -56,7 +56,22 @@ public struct SignalHistory: Sendable {
     /// Appends one sample.
     @inlinable @inline(__always)
     public mutating func append(_ y: Float) {
+        makeUnique()
+        appendAssumingUnique(y)
+    }
+
+    /// Makes the ring this history's own (copies it when shared), for
+    /// ``appendAssumingUnique(_:)``.
+    @inlinable @inline(__always)
+    public mutating func makeUnique() {
         if !isKnownUniquelyReferenced(&ring) { ring = ring.copy() }
+    }
+
+    /// Appends one sample to a ring known to be this history's own: after ``makeUnique()``,
+    /// with no copy of the history made since. The uniqueness check is a call into the
+    /// runtime; a loop over many samples makes it once.
+    @inlinable @inline(__always)
+    public mutating func appendAssumingUnique(_ y: Float) {
         let slot = count & 511
         ring.base[slot] = y
         ring.base[slot &+ 512] = y
@@ -75,7 +90,7 @@ public struct SignalHistory: Sendable {
     /// window, at least two samples).
     @inlinable
     public func correlation(atLag lagTime: Int64, span: Int64) -> Float {
-        let samples = Int((Double(span) / samplePeriod).rounded())
+        let samples = roundedToInt(Double(span) / samplePeriod)
         return correlation(atLag: lagTime, over: min(window, max(2, samples)))
     }
 
@@ -84,14 +99,14 @@ public struct SignalHistory: Sendable {
     /// history does not reach that far back.
     @inlinable
     public func correlation(atLag lagTime: Int64, span: Int64, endingAgo ago: Int64) -> Float {
-        let samples = max(2, Int((Double(span) / samplePeriod).rounded()))
-        let skip = max(0, Int((Double(ago) / samplePeriod).rounded()))
+        let samples = max(2, roundedToInt(Double(span) / samplePeriod))
+        let skip = max(0, roundedToInt(Double(ago) / samplePeriod))
         return correlation(atLag: lagTime, over: samples, skipping: skip)
     }
 
     @inlinable
     func correlation(atLag lagTime: Int64, over n: Int, skipping skip: Int = 0) -> Float {
-        let lag = Int((Double(lagTime) / samplePeriod).rounded())
+        let lag = roundedToInt(Double(lagTime) / samplePeriod)
         let count = self.count &- skip
         guard lag > 0, skip >= 0, count >= n &+ lag, n &+ lag &+ skip <= Self.capacity else { return 0 }
         // Four independent partial sums break the add-latency chain (4× faster than one). Lane
@@ -134,9 +149,9 @@ public struct SignalHistory: Sendable {
     /// newest sample (at most what the history holds); 0 when none of it is held.
     @inlinable
     public func rms(span: Int64, endingAgo ago: Int64) -> Float {
-        let skip = max(0, Int((Double(ago) / samplePeriod).rounded()))
+        let skip = max(0, roundedToInt(Double(ago) / samplePeriod))
         let held = min(count, Self.capacity) &- skip
-        let n = min(held, max(1, Int((Double(span) / samplePeriod).rounded())))
+        let n = min(held, max(1, roundedToInt(Double(span) / samplePeriod)))
         guard n > 0 else { return 0 }
         let values = ring.base + ((count &- skip &- n) & 511)
         var sum: Float = 0
@@ -151,4 +166,14 @@ public struct SignalHistory: Sendable {
 
     /// Forgets all history.
     public mutating func reset() { count = 0 }
+}
+
+/// `Int(x.rounded())` (to nearest, halves away from zero), without the call to libm's `round`
+/// that `rounded()` compiles to on baseline x86-64. Exact: for |x| < 2⁵², `x - trunc(x)` is
+/// representable; above that `x` is whole. Traps where `Int(x.rounded())` does (NaN, out of range).
+@inlinable @inline(__always)
+func roundedToInt(_ x: Double) -> Int {
+    let whole = Int(x)
+    let fraction = x - Double(whole)
+    return fraction >= 0.5 ? whole &+ 1 : fraction <= -0.5 ? whole &- 1 : whole
 }

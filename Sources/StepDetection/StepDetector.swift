@@ -123,10 +123,19 @@ public struct StepDetector: Sendable {
     /// - Complexity: O(1) amortised per sample, no allocation.
     @inlinable @inline(__always)
     public mutating func process(_ sample: AccelerationSample, _ onStep: (StepEvent) -> Void) {
+        feed(sample, historyIsOwn: false, onStep)
+    }
+
+    /// ``process(_:_:)``; with `historyIsOwn`, the history's ring is known to be this detector's
+    /// own (``SignalHistory/makeUnique()``), so appending skips the uniqueness check.
+    @inlinable @inline(__always)
+    mutating func feed(_ sample: AccelerationSample, historyIsOwn: Bool, _ onStep: (StepEvent) -> Void) {
         let value = projectsLinearInput ? projection.value(sample) : sample.magnitude
         if !resampler.add(time: sample.timestamp, value: value) { restartFilters() }
         while let tick = resampler.nextValue() {
-            step(magnitude: tick.value, time: tick.time, inputTime: resampler.lastTime, onStep)
+            step(
+                magnitude: tick.value, time: tick.time, inputTime: resampler.lastTime,
+                historyIsOwn: historyIsOwn, onStep)
         }
     }
 
@@ -135,7 +144,10 @@ public struct StepDetector: Sendable {
     public mutating func process(
         _ samples: UnsafeBufferPointer<AccelerationSample>, _ onStep: (StepEvent) -> Void
     ) {
-        for i in samples.indices { process(samples[i], onStep) }
+        // Nothing can copy the detector while it runs (`onStep` cannot reach it), so the
+        // history stays its own: one uniqueness check for the buffer, not one per period.
+        history.makeUnique()
+        for i in samples.indices { feed(samples[i], historyIsOwn: true, onStep) }
     }
 
     /// Feeds the samples of an array, in order.
@@ -154,27 +166,32 @@ public struct StepDetector: Sendable {
     /// One internal period: `magnitude`, the resampled value at `time`; `inputTime`, the time of
     /// the latest input sample then (for the impact meter's rate).
     @inlinable @inline(__always)
-    mutating func step(magnitude: Float, time: Int64, inputTime: Int64, _ onStep: (StepEvent) -> Void) {
+    mutating func step(
+        magnitude: Float, time: Int64, inputTime: Int64, historyIsOwn: Bool, _ onStep: (StepEvent) -> Void
+    ) {
         if needsOffset {
             offset = magnitude
             needsOffset = false
         }
         let x = magnitude - offset
-        step(raw: x, highPassed: highPass.process(x), time: time, inputTime: inputTime, onStep)
+        step(
+            raw: x, highPassed: highPass.process(x), time: time, inputTime: inputTime,
+            historyIsOwn: historyIsOwn, onStep)
     }
 
     /// The rest of an internal period, from the high-passed value on (what ``ResampledInput``
     /// holds precomputed): `raw`, the magnitude less its offset; `highPassed`, it high-passed.
     @inlinable @inline(__always)
     mutating func step(
-        raw x: Float, highPassed: Float, time: Int64, inputTime: Int64, _ onStep: (StepEvent) -> Void
+        raw x: Float, highPassed: Float, time: Int64, inputTime: Int64, historyIsOwn: Bool,
+        _ onStep: (StepEvent) -> Void
     ) {
         let y = lowPass.process(highPassed)
         // Impacts matter only for confirming a walk: while one is followed the meter rests
         // (and keeps the walk's last two seconds for a resume).
         if measuresImpact && !gate.isWalking { impact.add(raw: x, band: y, inputTime: inputTime) }
         lastFiltered = y
-        history.append(y)
+        if historyIsOwn { history.appendAssumingUnique(y) } else { history.append(y) }
         peaks.holdsPeaks = !gate.isWalking
         if let peak = peaks.process(y, time: time) {
             var count = stepCount
@@ -239,6 +256,7 @@ public struct StepDetector: Sendable {
     mutating func process(_ prepared: ResampledInput, _ onStep: (StepEvent) -> Void) {
         let n = prepared.times.count
         guard n > 0 else { return }
+        history.makeUnique()
         prepared.raw.withUnsafeBufferPointer { raw in
             prepared.highPassed.withUnsafeBufferPointer { highPassed in
                 prepared.times.withUnsafeBufferPointer { times in
@@ -252,7 +270,7 @@ public struct StepDetector: Sendable {
                             }
                             step(
                                 raw: raw[i], highPassed: highPassed[i], time: times[i],
-                                inputTime: inputTimes[i], onStep)
+                                inputTime: inputTimes[i], historyIsOwn: true, onStep)
                         }
                     }
                 }
