@@ -218,6 +218,24 @@ struct StepDetectorTests {
         a.process(samples.suffix(from: samples.count / 2)) { _ in }
         b.process(samples.suffix(from: samples.count / 2)) { _ in }
         #expect(a.count == b.count)
+        // Arrays take the buffer loop, which checks once that the history is its own: a copy
+        // fed something else meanwhile must not change what the other one remembers.
+        // Split before the walk is confirmed: confirming it reads the history of its first steps.
+        let firstHalf = Array(samples.prefix(600))
+        let secondHalf = Array(samples.suffix(from: 600))
+        var c = StepDetector()
+        c.process(firstHalf) { _ in }
+        var d = c
+        c.process(
+            walk(steps: 0, stillBefore: 30, stillAfter: 0, start: firstHalf.last!.timestamp + 10_000_000)
+        ) {
+            _ in
+        }
+        d.process(secondHalf) { _ in }
+        var e = StepDetector()
+        e.process(firstHalf) { _ in }
+        e.process(secondHalf) { _ in }
+        #expect(d.count == e.count && d.count == a.count)
     }
 
     @Test(arguments: [100.0, 12.5])
