@@ -193,16 +193,21 @@ public struct StepDetector: Sendable {
         lastFiltered = y
         if historyIsOwn { history.appendAssumingUnique(y) } else { history.append(y) }
         peaks.holdsPeaks = !gate.isWalking
-        if let peak = peaks.process(y, time: time) {
-            var count = stepCount
-            let ratio = measuresImpact ? impact.ratio : .infinity
-            gate.peak(at: peak.time, height: peak.height, history: history, now: time, impact: ratio) {
-                stepTime in
-                count &+= 1
-                onStep(StepEvent(timestamp: stepTime, count: count))
-            }
-            stepCount = count
+        if let peak = peaks.process(y, time: time) { feedGate(peak, now: time, onStep) }
+    }
+
+    /// Hands a peak to the gate. Out of line: a peak comes every few periods, and inlined into
+    /// the per-sample loop the gate's code kept the loop's own values from staying in registers.
+    @usableFromInline @inline(never)
+    mutating func feedGate(_ peak: PeakDetector.Peak, now time: Int64, _ onStep: (StepEvent) -> Void) {
+        var count = stepCount
+        let ratio = measuresImpact ? impact.ratio : .infinity
+        gate.peak(at: peak.time, height: peak.height, history: history, now: time, impact: ratio) {
+            stepTime in
+            count &+= 1
+            onStep(StepEvent(timestamp: stepTime, count: count))
         }
+        stepCount = count
     }
 
     @usableFromInline
