@@ -1,10 +1,38 @@
 /// The most recent filtered samples, for the autocorrelation tests of ``CadenceGate``.
 ///
-/// A fixed ring of 512 values (no allocation); the correlation is computed on demand, only when
-/// a peak is linked into a walk, in O(window).
+/// A fixed ring of 512 values, allocated once with the history (none per sample); the
+/// correlation is computed on demand, only when a peak is linked into a walk, in O(window).
+///
+/// The ring is stored twice over (every value is written at its slot and 512 slots later), so
+/// any stretch of up to 512 recent values is contiguous in memory: the correlation loops read
+/// it without wrapping indices. It lives on the heap, shared between copies until one of them
+/// appends (copy-on-write): the history is handed to the gate at every peak, and as an inline
+/// 2 KiB value each hand-over, and each call that borrowed it, copied all of it.
 public struct SignalHistory: Sendable {
     public static let capacity = 512
-    @usableFromInline var values = InlineArray<512, Float>(repeating: 0)
+
+    /// The ring's memory: `2 × capacity` values, the second half a mirror of the first.
+    @usableFromInline
+    final class Ring: @unchecked Sendable {
+        @usableFromInline let base: UnsafeMutablePointer<Float>
+
+        @usableFromInline
+        init() {
+            base = .allocate(capacity: 2 * SignalHistory.capacity)
+            base.initialize(repeating: 0, count: 2 * SignalHistory.capacity)
+        }
+
+        @usableFromInline
+        func copy() -> Ring {
+            let ring = Ring()
+            ring.base.update(from: base, count: 2 * SignalHistory.capacity)
+            return ring
+        }
+
+        deinit { base.deallocate() }
+    }
+
+    @usableFromInline var ring = Ring()
     @usableFromInline var count = 0
     @usableFromInline let samplePeriod: Double
     @usableFromInline let window: Int
@@ -28,7 +56,25 @@ public struct SignalHistory: Sendable {
     /// Appends one sample.
     @inlinable @inline(__always)
     public mutating func append(_ y: Float) {
-        values[count & 511] = y
+        makeUnique()
+        appendAssumingUnique(y)
+    }
+
+    /// Makes the ring this history's own (copies it when shared), for
+    /// ``appendAssumingUnique(_:)``.
+    @inlinable @inline(__always)
+    public mutating func makeUnique() {
+        if !isKnownUniquelyReferenced(&ring) { ring = ring.copy() }
+    }
+
+    /// Appends one sample to a ring known to be this history's own: after ``makeUnique()``,
+    /// with no copy of the history made since. The uniqueness check is a call into the
+    /// runtime; a loop over many samples makes it once.
+    @inlinable @inline(__always)
+    public mutating func appendAssumingUnique(_ y: Float) {
+        let slot = count & 511
+        ring.base[slot] = y
+        ring.base[slot &+ 512] = y
         count &+= 1
     }
 
@@ -44,7 +90,7 @@ public struct SignalHistory: Sendable {
     /// window, at least two samples).
     @inlinable
     public func correlation(atLag lagTime: Int64, span: Int64) -> Float {
-        let samples = Int((Double(span) / samplePeriod).rounded())
+        let samples = roundedToInt(Double(span) / samplePeriod)
         return correlation(atLag: lagTime, over: min(window, max(2, samples)))
     }
 
@@ -53,41 +99,48 @@ public struct SignalHistory: Sendable {
     /// history does not reach that far back.
     @inlinable
     public func correlation(atLag lagTime: Int64, span: Int64, endingAgo ago: Int64) -> Float {
-        let samples = max(2, Int((Double(span) / samplePeriod).rounded()))
-        let skip = max(0, Int((Double(ago) / samplePeriod).rounded()))
+        let samples = max(2, roundedToInt(Double(span) / samplePeriod))
+        let skip = max(0, roundedToInt(Double(ago) / samplePeriod))
         return correlation(atLag: lagTime, over: samples, skipping: skip)
     }
 
     @inlinable
     func correlation(atLag lagTime: Int64, over n: Int, skipping skip: Int = 0) -> Float {
-        let lag = Int((Double(lagTime) / samplePeriod).rounded())
+        let lag = roundedToInt(Double(lagTime) / samplePeriod)
         let count = self.count &- skip
         guard lag > 0, skip >= 0, count >= n &+ lag, n &+ lag &+ skip <= Self.capacity else { return 0 }
-        // Four independent partial sums break the add-latency chain (4× faster than one).
+        // Four independent partial sums break the add-latency chain (4× faster than one). Lane
+        // k of each sum takes the samples i + 2k of every block of eight: the even half of the
+        // eight contiguous values at i (the mirrored ring never wraps within 512 values).
         var sxy = SIMD4<Float>()
         var sxx = SIMD4<Float>()
         var syy = SIMD4<Float>()
-        let ring = values.span  // borrow the ring: indexing the InlineArray here copied all 2 KiB
-        var i = count &- n
-        while i &+ 6 < count {
-            let a = SIMD4(ring[i & 511], ring[(i &+ 2) & 511], ring[(i &+ 4) & 511], ring[(i &+ 6) & 511])
-            let j = i &- lag
-            let b = SIMD4(ring[j & 511], ring[(j &+ 2) & 511], ring[(j &+ 4) & 511], ring[(j &+ 6) & 511])
+        let start = count &- n &- lag  // the oldest sample read, lag included
+        let base = UnsafeRawPointer(ring.base + (start & 511))
+        // Offsets from `start`, in values: x from `lag`, y from 0; up to n + lag ≤ 512, and a
+        // block of eight reads one value past the last it uses, still inside the 1024.
+        var x = lag
+        let end = n &+ lag
+        let stride = MemoryLayout<Float>.stride
+        while x &+ 6 < end {
+            let a = base.loadUnaligned(fromByteOffset: x &* stride, as: SIMD8<Float>.self).evenHalf
+            let b = base.loadUnaligned(fromByteOffset: (x &- lag) &* stride, as: SIMD8<Float>.self).evenHalf
             sxy += a * b
             sxx += a * a
             syy += b * b
-            i &+= 8
+            x &+= 8
         }
         var xy = sxy.sum()
         var xx = sxx.sum()
         var yy = syy.sum()
-        while i < count {
-            let a = ring[i & 511]
-            let b = ring[(i &- lag) & 511]
+        let values = ring.base + (start & 511)
+        while x < end {
+            let a = values[x]
+            let b = values[x &- lag]
             xy += a * b
             xx += a * a
             yy += b * b
-            i &+= 2
+            x &+= 2
         }
         return xy / max((xx * yy).squareRoot(), 1e-12)
     }
@@ -96,15 +149,15 @@ public struct SignalHistory: Sendable {
     /// newest sample (at most what the history holds); 0 when none of it is held.
     @inlinable
     public func rms(span: Int64, endingAgo ago: Int64) -> Float {
-        let skip = max(0, Int((Double(ago) / samplePeriod).rounded()))
+        let skip = max(0, roundedToInt(Double(ago) / samplePeriod))
         let held = min(count, Self.capacity) &- skip
-        let n = min(held, max(1, Int((Double(span) / samplePeriod).rounded())))
+        let n = min(held, max(1, roundedToInt(Double(span) / samplePeriod)))
         guard n > 0 else { return 0 }
-        let ring = values.span
+        let values = ring.base + ((count &- skip &- n) & 511)
         var sum: Float = 0
-        var i = count &- skip &- n
-        while i < count &- skip {
-            let v = ring[i & 511]
+        var i = 0
+        while i < n {
+            let v = values[i]
             sum += v * v
             i &+= 1
         }
@@ -113,4 +166,14 @@ public struct SignalHistory: Sendable {
 
     /// Forgets all history.
     public mutating func reset() { count = 0 }
+}
+
+/// `Int(x.rounded())` (to nearest, halves away from zero), without the call to libm's `round`
+/// that `rounded()` compiles to on baseline x86-64. Exact: for |x| < 2⁵², `x - trunc(x)` is
+/// representable; above that `x` is whole. Traps where `Int(x.rounded())` does (NaN, out of range).
+@inlinable @inline(__always)
+func roundedToInt(_ x: Double) -> Int {
+    let whole = Int(x)
+    let fraction = x - Double(whole)
+    return fraction >= 0.5 ? whole &+ 1 : fraction <= -0.5 ? whole &- 1 : whole
 }

@@ -123,9 +123,20 @@ public struct StepDetector: Sendable {
     /// - Complexity: O(1) amortised per sample, no allocation.
     @inlinable @inline(__always)
     public mutating func process(_ sample: AccelerationSample, _ onStep: (StepEvent) -> Void) {
+        feed(sample, historyIsOwn: false, onStep)
+    }
+
+    /// ``process(_:_:)``; with `historyIsOwn`, the history's ring is known to be this detector's
+    /// own (``SignalHistory/makeUnique()``), so appending skips the uniqueness check.
+    @inlinable @inline(__always)
+    mutating func feed(_ sample: AccelerationSample, historyIsOwn: Bool, _ onStep: (StepEvent) -> Void) {
         let value = projectsLinearInput ? projection.value(sample) : sample.magnitude
         if !resampler.add(time: sample.timestamp, value: value) { restartFilters() }
-        while let tick = resampler.nextValue() { step(magnitude: tick.value, time: tick.time, onStep) }
+        while let tick = resampler.nextValue() {
+            step(
+                magnitude: tick.value, time: tick.time, inputTime: resampler.lastTime,
+                historyIsOwn: historyIsOwn, onStep)
+        }
     }
 
     /// Feeds the samples of a buffer, in order.
@@ -133,7 +144,10 @@ public struct StepDetector: Sendable {
     public mutating func process(
         _ samples: UnsafeBufferPointer<AccelerationSample>, _ onStep: (StepEvent) -> Void
     ) {
-        for i in samples.indices { process(samples[i], onStep) }
+        // Nothing can copy the detector while it runs (`onStep` cannot reach it), so the
+        // history stays its own: one uniqueness check for the buffer, not one per period.
+        history.makeUnique()
+        for i in samples.indices { feed(samples[i], historyIsOwn: true, onStep) }
     }
 
     /// Feeds the samples of an array, in order.
@@ -149,30 +163,51 @@ public struct StepDetector: Sendable {
         for sample in samples { process(sample, onStep) }
     }
 
+    /// One internal period: `magnitude`, the resampled value at `time`; `inputTime`, the time of
+    /// the latest input sample then (for the impact meter's rate).
     @inlinable @inline(__always)
-    mutating func step(magnitude: Float, time: Int64, _ onStep: (StepEvent) -> Void) {
+    mutating func step(
+        magnitude: Float, time: Int64, inputTime: Int64, historyIsOwn: Bool, _ onStep: (StepEvent) -> Void
+    ) {
         if needsOffset {
             offset = magnitude
             needsOffset = false
         }
         let x = magnitude - offset
-        let y = lowPass.process(highPass.process(x))
+        step(
+            raw: x, highPassed: highPass.process(x), time: time, inputTime: inputTime,
+            historyIsOwn: historyIsOwn, onStep)
+    }
+
+    /// The rest of an internal period, from the high-passed value on (what ``ResampledInput``
+    /// holds precomputed): `raw`, the magnitude less its offset; `highPassed`, it high-passed.
+    @inlinable @inline(__always)
+    mutating func step(
+        raw x: Float, highPassed: Float, time: Int64, inputTime: Int64, historyIsOwn: Bool,
+        _ onStep: (StepEvent) -> Void
+    ) {
+        let y = lowPass.process(highPassed)
         // Impacts matter only for confirming a walk: while one is followed the meter rests
         // (and keeps the walk's last two seconds for a resume).
-        if measuresImpact && !gate.isWalking { impact.add(raw: x, band: y, inputTime: resampler.lastTime) }
+        if measuresImpact && !gate.isWalking { impact.add(raw: x, band: y, inputTime: inputTime) }
         lastFiltered = y
-        history.append(y)
+        if historyIsOwn { history.appendAssumingUnique(y) } else { history.append(y) }
         peaks.holdsPeaks = !gate.isWalking
-        if let peak = peaks.process(y, time: time) {
-            var count = stepCount
-            let ratio = measuresImpact ? impact.ratio : .infinity
-            gate.peak(at: peak.time, height: peak.height, history: history, now: time, impact: ratio) {
-                stepTime in
-                count &+= 1
-                onStep(StepEvent(timestamp: stepTime, count: count))
-            }
-            stepCount = count
+        if let peak = peaks.process(y, time: time) { feedGate(peak, now: time, onStep) }
+    }
+
+    /// Hands a peak to the gate. Out of line: a peak comes every few periods, and inlined into
+    /// the per-sample loop the gate's code kept the loop's own values from staying in registers.
+    @usableFromInline @inline(never)
+    mutating func feedGate(_ peak: PeakDetector.Peak, now time: Int64, _ onStep: (StepEvent) -> Void) {
+        var count = stepCount
+        let ratio = measuresImpact ? impact.ratio : .infinity
+        gate.peak(at: peak.time, height: peak.height, history: history, now: time, impact: ratio) {
+            stepTime in
+            count &+= 1
+            onStep(StepEvent(timestamp: stepTime, count: count))
         }
+        stepCount = count
     }
 
     @usableFromInline
@@ -207,4 +242,126 @@ public struct StepDetector: Sendable {
         for sample in samples { detector.process(sample) { _ in } }
         return detector.count
     }
+
+    /// Counts the steps in a recording's resampled, high-passed signal with a fresh detector:
+    /// the same count as ``countSteps(in:configuration:input:)`` on the recording's samples,
+    /// without repeating the stages that do not depend on the rest of the configuration.
+    ///
+    /// - Precondition: `prepared` was made for `configuration` (``ResampledInput/fits(_:)``).
+    @inlinable
+    public static func countSteps(in prepared: ResampledInput, configuration: DetectorConfiguration) -> Int {
+        precondition(prepared.fits(configuration), "resampled input made for another configuration")
+        var detector = StepDetector(configuration: configuration, input: prepared.input)
+        detector.process(prepared) { _ in }
+        return detector.count
+    }
+
+    /// Feeds a whole resampled input to a fresh detector (see ``countSteps(in:configuration:)``).
+    @inlinable
+    mutating func process(_ prepared: ResampledInput, _ onStep: (StepEvent) -> Void) {
+        let n = prepared.times.count
+        guard n > 0 else { return }
+        history.makeUnique()
+        prepared.raw.withUnsafeBufferPointer { raw in
+            prepared.highPassed.withUnsafeBufferPointer { highPassed in
+                prepared.times.withUnsafeBufferPointer { times in
+                    prepared.inputTimes.withUnsafeBufferPointer { inputTimes in
+                        var restarts = prepared.restarts.makeIterator()
+                        var nextRestart = restarts.next() ?? n
+                        for i in 0..<n {
+                            if i == nextRestart {
+                                restartFilters()
+                                nextRestart = restarts.next() ?? n
+                            }
+                            step(
+                                raw: raw[i], highPassed: highPassed[i], time: times[i],
+                                inputTime: inputTimes[i], historyIsOwn: true, onStep)
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// A recording after the detector's first stages — magnitude (or projection), resampling, the
+/// offset and the high-pass — which depend only on ``DetectorConfiguration/sampleRate``,
+/// ``DetectorConfiguration/maximumGap``, ``DetectorConfiguration/highPassCutoff`` and the kind
+/// of input. Tuning counts one recording under many configurations that share these; it
+/// prepares the recording once and runs only the later stages per configuration
+/// (``StepDetector/countSteps(in:configuration:)``), with the same result.
+public struct ResampledInput: Sendable {
+    public let sampleRate: Double
+    public let maximumGap: Double
+    public let highPassCutoff: Double
+    public let input: StepDetector.Input
+    /// Per internal period: the magnitude less its offset, it high-passed, the period's time and
+    /// the time of the latest input sample then.
+    @usableFromInline var raw: [Float] = []
+    @usableFromInline var highPassed: [Float] = []
+    @usableFromInline var times: [Int64] = []
+    @usableFromInline var inputTimes: [Int64] = []
+    /// Periods before which the detector restarts (after a gap or a backward timestamp),
+    /// ascending.
+    @usableFromInline var restarts: [Int] = []
+
+    /// Runs the first stages of a detector with `configuration` over `samples`.
+    public init(
+        _ samples: [AccelerationSample], configuration: DetectorConfiguration,
+        input: StepDetector.Input = .totalAcceleration
+    ) {
+        sampleRate = configuration.sampleRate
+        maximumGap = configuration.maximumGap
+        highPassCutoff = configuration.highPassCutoff
+        self.input = input
+        var detector = StepDetector(configuration: configuration, input: input)
+        let expected =
+            Int(Double(samples.count) * 1.05 * configuration.sampleRate / Self.rate(of: samples)) + 16
+        raw.reserveCapacity(expected)
+        highPassed.reserveCapacity(expected)
+        times.reserveCapacity(expected)
+        inputTimes.reserveCapacity(expected)
+        var restartPending = false
+        for sample in samples {
+            let value = detector.projectsLinearInput ? detector.projection.value(sample) : sample.magnitude
+            if !detector.resampler.add(time: sample.timestamp, value: value) {
+                // As the detector does: restart the filters (the offset too) before this sample's
+                // periods. Restarts without a period in between are one restart.
+                detector.highPass.reset()
+                detector.needsOffset = true
+                restartPending = true
+            }
+            while let tick = detector.resampler.nextValue() {
+                if restartPending { restarts.append(times.count) }
+                restartPending = false
+                if detector.needsOffset {
+                    detector.offset = tick.value
+                    detector.needsOffset = false
+                }
+                let x = tick.value - detector.offset
+                raw.append(x)
+                highPassed.append(detector.highPass.process(x))
+                times.append(tick.time)
+                inputTimes.append(detector.resampler.lastTime)
+            }
+        }
+    }
+
+    /// Mean input rate of `samples`, in hertz (1 when it cannot be told), to reserve storage.
+    static func rate(of samples: [AccelerationSample]) -> Double {
+        guard let first = samples.first, let last = samples.last, last.timestamp > first.timestamp else {
+            return 1
+        }
+        return max(1, Double(samples.count - 1) / (Double(last.timestamp &- first.timestamp) / 1e9))
+    }
+
+    /// Whether this input was prepared with the first-stage parameters of `configuration`.
+    @inlinable
+    public func fits(_ configuration: DetectorConfiguration) -> Bool {
+        configuration.sampleRate == sampleRate && configuration.maximumGap == maximumGap
+            && configuration.highPassCutoff == highPassCutoff
+    }
+
+    /// Number of internal periods.
+    public var count: Int { times.count }
 }

@@ -1,3 +1,4 @@
+import Foundation
 import Testing
 
 @testable import StepDetection
@@ -251,5 +252,62 @@ struct PeakDetectorTests {
                 PeakDetector.Peak(time: 2 * 40_000_000, height: 0.5),
                 PeakDetector.Peak(time: 6 * 40_000_000, height: 0.45),
             ])
+    }
+}
+
+@Suite("Signal history")
+struct SignalHistoryTests {
+    /// The correlation of `values` (oldest first) over the last `n` with the `lag` before,
+    /// every other sample, as `SignalHistory` defines it (summed in another order).
+    private func reference(_ values: [Float], lag: Int, n: Int, skip: Int = 0) -> Float {
+        var xy = 0.0
+        var xx = 0.0
+        var yy = 0.0
+        var i = values.count - skip - n
+        while i < values.count - skip {
+            let a = Double(values[i])
+            let b = Double(values[i - lag])
+            xy += a * b
+            xx += a * a
+            yy += b * b
+            i += 2
+        }
+        return Float(xy / max((xx * yy).squareRoot(), 1e-12))
+    }
+
+    @Test func correlationsReadTheRingAcrossItsWrap() {
+        var history = SignalHistory(sampleRate: 25, window: 4)
+        var values: [Float] = []
+        var state: UInt64 = 3
+        for i in 0..<1337 {
+            state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+            let noise = Float(Double(state >> 11) * 0x1p-53 - 0.5)
+            let value = Float(sin(Double(i) * 2 * Double.pi / 23)) + 0.3 * noise
+            values.append(value)
+            history.append(value)
+            guard i > 400, i % 7 == 0 else { continue }
+            for lag in [3, 12, 23, 46, 101] {
+                let got = history.correlation(atLag: Int64(lag) * 40_000_000)
+                #expect(abs(got - reference(values, lag: lag, n: 100)) < 1e-5, "at \(i), lag \(lag)")
+                let skipped = history.correlation(
+                    atLag: Int64(lag) * 40_000_000, span: 1_000_000_000, endingAgo: 2_000_000_000)
+                #expect(abs(skipped - reference(values, lag: lag, n: 25, skip: 50)) < 1e-5)
+            }
+        }
+    }
+
+    @Test func copiesKeepTheirOwnValues() {
+        var history = SignalHistory(sampleRate: 25, window: 4)
+        for i in 0..<600 { history.append(Float(sin(Double(i) * 2 * Double.pi / 25))) }
+        let copy = history
+        let before = copy.correlation(atLag: 1_000_000_000)
+        #expect(before > 0.99)
+        var other = history
+        for i in 0..<300 { history.append(Float(i % 3)) }
+        other.makeUnique()
+        for i in 0..<300 { other.appendAssumingUnique(Float(i % 5)) }
+        #expect(copy.correlation(atLag: 1_000_000_000) == before)
+        #expect(history.correlation(atLag: 1_000_000_000) != before)
+        #expect(other.correlation(atLag: 1_000_000_000) != history.correlation(atLag: 1_000_000_000))
     }
 }

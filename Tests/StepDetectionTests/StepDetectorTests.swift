@@ -218,6 +218,47 @@ struct StepDetectorTests {
         a.process(samples.suffix(from: samples.count / 2)) { _ in }
         b.process(samples.suffix(from: samples.count / 2)) { _ in }
         #expect(a.count == b.count)
+        // Arrays take the buffer loop, which checks once that the history is its own: a copy
+        // fed something else meanwhile must not change what the other one remembers.
+        // Split before the walk is confirmed: confirming it reads the history of its first steps.
+        let firstHalf = Array(samples.prefix(600))
+        let secondHalf = Array(samples.suffix(from: 600))
+        var c = StepDetector()
+        c.process(firstHalf) { _ in }
+        var d = c
+        c.process(
+            walk(steps: 0, stillBefore: 30, stillAfter: 0, start: firstHalf.last!.timestamp + 10_000_000)
+        ) {
+            _ in
+        }
+        d.process(secondHalf) { _ in }
+        var e = StepDetector()
+        e.process(firstHalf) { _ in }
+        e.process(secondHalf) { _ in }
+        #expect(d.count == e.count && d.count == a.count)
+    }
+
+    @Test(arguments: [100.0, 12.5])
+    func aPreparedInputCountsAsTheSamplesDo(rate: Double) {
+        // Gaps that restart the detector (one right at a tick), a backward timestamp, and input
+        // with and without gravity; configurations that differ after the first stages.
+        let first = walk(steps: 40, rate: rate, stillAfter: 0)
+        let second = walk(steps: 30, rate: rate, stillBefore: 1, start: first.last!.timestamp + 3_000_000_000)
+        let third = walk(steps: 30, rate: rate, start: second.last!.timestamp - 500_000_000)
+        let samples = first + second + third
+        var stricter = DetectorConfiguration()
+        stricter.lowPassCutoff = 2
+        stricter.stepsToConfirm = 10
+        stricter.peakThreshold = 0.8
+        for input in [StepDetector.Input.totalAcceleration, .linearAcceleration] {
+            let prepared = ResampledInput(samples, configuration: DetectorConfiguration(), input: input)
+            for configuration in [DetectorConfiguration(), stricter] {
+                let expected = StepDetector.countSteps(
+                    in: samples, configuration: configuration, input: input)
+                #expect(StepDetector.countSteps(in: prepared, configuration: configuration) == expected)
+            }
+        }
+        #expect(StepDetector.countSteps(in: samples) > 60)
     }
 }
 
