@@ -75,7 +75,7 @@ public func countSteps(
                 summary.firstTimestamp = first.timestamp
                 onFirstSample(first.timestamp)
             }
-            for sample in batch { detector.process(sample, onStep) }
+            detector.process(batch, onStep)
             samples &+= batch.count
             summary.lastTimestamp = batch[batch.count - 1].timestamp
             if let progress, samples >= nextReport {
