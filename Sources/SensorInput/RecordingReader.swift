@@ -34,6 +34,9 @@ public struct RecordingReader: Sendable {
         var bufferSize: Int = 256 * 1024
         /// Largest read from an in-memory source (tests and fuzzing use small values).
         var maximumRead: Int = .max
+        /// Whether plain rows go through the fast path (FastRowParsing.swift) before
+        /// `parseRow`; tests and fuzzing turn it off to check that it changes nothing.
+        var rowFastPath = true
 
         /// Creates options; the defaults detect everything and throw on the first bad row.
         public init(format: RecordingFormat? = nil, unit: AccelerationUnit? = nil, skipBadRows: Bool = false)
@@ -65,6 +68,8 @@ public struct RecordingReader: Sendable {
     private var sourceOffset = 0
     private var sourceExhausted = false
     private var layout: RowLayout
+    /// The fast path's view of `layout` (nil: every row goes through `parseRow`).
+    private var plan: FastRowPlan?
     private let skipBadRows: Bool
     private var previousTime = Int64.min
     private var previousLine = 0
@@ -125,6 +130,18 @@ public struct RecordingReader: Sendable {
     /// bad rows are counted in ``skipped`` and reading goes on.
     public mutating func next() throws(RecordingError) -> AccelerationSample? {
         while true {
+            // The fast path: a plain row straight from the buffer, its end found by parsing it.
+            if let plan, start < end,
+                let (sample, taken) = parsePlainLineOutlined(
+                    UnsafePointer(buffer.pointer + start), end &- start, plan),
+                sample.timestamp >= previousTime
+            {
+                start &+= taken
+                line &+= 1
+                previousTime = sample.timestamp
+                previousLine = line
+                return sample
+            }
             guard let range = try nextLine() else { return nil }
             let base = UnsafePointer(buffer.pointer + range.lowerBound)
             var count = range.count
@@ -133,7 +150,14 @@ public struct RecordingReader: Sendable {
                 skipped.blankLines += 1
                 continue
             }
-            switch parseRow(base, count, layout) {
+            if let plan, let sample = parsePlainRowOutlined(base, count, plan),
+                sample.timestamp >= previousTime
+            {
+                previousTime = sample.timestamp
+                previousLine = line
+                return sample
+            }
+            switch parseRowOutlined(base, count, layout) {
             case .sample(let sample):
                 if sample.timestamp >= previousTime {
                     previousTime = sample.timestamp
@@ -337,10 +361,12 @@ public struct RecordingReader: Sendable {
                 gravityIncluded = true
             }
         }
+        plan = options.rowFastPath ? FastRowPlan(layout) : nil
     }
 
     private struct PeekedRow {
         var sample: AccelerationSample
+        /// Whether the time cell is an integer; worked out only when peeking at one row.
         var timeIsInteger: Bool
     }
 
@@ -359,12 +385,19 @@ public struct RecordingReader: Sendable {
             var count = lineEnd - position
             if count > 0 && base[position + count - 1] == 13 { count -= 1 }
             if case .sample(let sample) = parseRow(base + position, count, raw) {
-                let timeCell = FormatDetection.cells(
-                    Array(UnsafeBufferPointer(start: base + position, count: count)), separator: raw.separator
-                )
-                let isInteger =
-                    raw.timeColumn < timeCell.count
-                    && timeCell[raw.timeColumn].allSatisfy { ($0 >= 48 && $0 <= 57) || $0 == 32 || $0 == 45 }
+                // Only the first row's time cell is looked at (Sensor Logger's damaged `time`):
+                // splitting 200 rows into cells was most of a small file's reading time.
+                var isInteger = false
+                if limit == 1 {
+                    let timeCell = FormatDetection.cells(
+                        Array(UnsafeBufferPointer(start: base + position, count: count)),
+                        separator: raw.separator)
+                    isInteger =
+                        raw.timeColumn < timeCell.count
+                        && timeCell[raw.timeColumn].allSatisfy {
+                            ($0 >= 48 && $0 <= 57) || $0 == 32 || $0 == 45
+                        }
+                }
                 rows.append(PeekedRow(sample: sample, timeIsInteger: isInteger))
             } else if count > 0 && limit == 1 {
                 // The first row is bad: let the caller decide from it anyway.
@@ -547,6 +580,12 @@ func parseRow(_ p: UnsafePointer<UInt8>, _ count: Int, _ layout: RowLayout) -> R
         return .failure(outOfRangeColumn(p, count, bad, separator))
     }
     return .sample(AccelerationSample(timestamp: time, x: fx, y: fy, z: fz))
+}
+
+/// ``parseRow(_:_:_:)`` out of line, for rows the fast path left (it keeps `next()` small).
+@inline(never)
+func parseRowOutlined(_ p: UnsafePointer<UInt8>, _ count: Int, _ layout: RowLayout) -> RowOutcome {
+    parseRow(p, count, layout)
 }
 
 /// A failure for the cell at `cellStart`, which ends at the next separator outside quotes.
