@@ -390,11 +390,28 @@ func parsePlainRowOutlined(_ p: UnsafePointer<UInt8>, _ count: Int, _ plan: Fast
     parsePlainRow(p, count, plan)
 }
 
-/// ``parsePlainLine(_:_:_:)`` compiled on its own: in the reader's large `next()` its code
-/// was at the mercy of register allocation there (up to 30 % slower after unrelated changes).
+/// Parses plain rows one after the other from the `available` bytes at `p` (the unread part
+/// of the buffer) into `samples`, up to its size, while rows are plain and time does not go
+/// back (from `previousTime` on). Returns how many and the bytes they took, line endings
+/// included. Compiled on its own, away from the reader's large `next()`, with the loop's
+/// state in registers.
 @inline(never)
-func parsePlainLineOutlined(_ p: UnsafePointer<UInt8>, _ available: Int, _ plan: FastRowPlan)
-    -> (sample: AccelerationSample, taken: Int)?
-{
-    parsePlainLine(p, available, plan)
+func parsePlainLines(
+    _ p: UnsafePointer<UInt8>, _ available: Int, _ plan: FastRowPlan, after previousTime: Int64,
+    into samples: UnsafeMutableBufferPointer<AccelerationSample>
+) -> (count: Int, taken: Int) {
+    guard let base = samples.baseAddress else { return (0, 0) }
+    var count = 0
+    var taken = 0
+    var previous = previousTime
+    while count < samples.count && taken < available,
+        let (sample, used) = parsePlainLine(p + taken, available &- taken, plan),
+        sample.timestamp >= previous
+    {
+        (base + count).pointee = sample
+        count &+= 1
+        taken &+= used
+        previous = sample.timestamp
+    }
+    return (count, taken)
 }

@@ -70,6 +70,12 @@ public struct RecordingReader: Sendable {
     private var layout: RowLayout
     /// The fast path's view of `layout` (nil: every row goes through `parseRow`).
     private var plan: FastRowPlan?
+    /// Samples of the plain rows after `start`, parsed ahead in one go by the fast path
+    /// (``parsePlainLines(_:_:_:after:into:)``) and handed out by `next()` one by one, with
+    /// `line` counted as they are. Rows stop at the first row that is not plain.
+    private var ahead: [AccelerationSample] = []
+    private var aheadCount = 0
+    private var aheadIndex = 0
     private let skipBadRows: Bool
     private var previousTime = Int64.min
     private var previousLine = 0
@@ -130,17 +136,29 @@ public struct RecordingReader: Sendable {
     /// bad rows are counted in ``skipped`` and reading goes on.
     public mutating func next() throws(RecordingError) -> AccelerationSample? {
         while true {
-            // The fast path: a plain row straight from the buffer, its end found by parsing it.
-            if let plan, start < end,
-                let (sample, taken) = parsePlainLineOutlined(
-                    UnsafePointer(buffer.pointer + start), end &- start, plan),
-                sample.timestamp >= previousTime
-            {
-                start &+= taken
+            if aheadIndex < aheadCount {
+                let sample = ahead[aheadIndex]
+                aheadIndex &+= 1
                 line &+= 1
                 previousTime = sample.timestamp
                 previousLine = line
                 return sample
+            }
+            // The fast path: plain rows straight from the buffer, each one's end found by
+            // parsing it.
+            if let plan, start < end {
+                let pointer = UnsafePointer(buffer.pointer + start)
+                let available = end &- start
+                let previous = previousTime
+                let (count, taken) = ahead.withUnsafeMutableBufferPointer { samples in
+                    parsePlainLines(pointer, available, plan, after: previous, into: samples)
+                }
+                if count > 0 {
+                    start &+= taken
+                    aheadCount = count
+                    aheadIndex = 0
+                    continue
+                }
             }
             guard let range = try nextLine() else { return nil }
             let base = UnsafePointer(buffer.pointer + range.lowerBound)
@@ -362,6 +380,9 @@ public struct RecordingReader: Sendable {
             }
         }
         plan = options.rowFastPath ? FastRowPlan(layout) : nil
+        if plan != nil {
+            ahead = Array(repeating: AccelerationSample(timestamp: 0, x: 0, y: 0, z: 0), count: 128)
+        }
     }
 
     private struct PeekedRow {

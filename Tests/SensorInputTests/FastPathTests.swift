@@ -236,6 +236,7 @@ struct FastPathTests {
 }
 
 private struct Outcome: Equatable {
+    /// Each sample's bits and the line number the reader gives after it.
     var samples: [[UInt64]] = []
     var error: String?
     var skipped = ""
@@ -251,7 +252,9 @@ private func read(_ path: String, _ options: RecordingReader.Options) -> Outcome
             outcome.bytes = reader.bytesRead
         }
         do {
-            while let sample = try reader.next() { outcome.samples.append(bits(sample)) }
+            while let sample = try reader.next() {
+                outcome.samples.append(bits(sample) + [UInt64(reader.line)])
+            }
         } catch {
             outcome.error = error.description
         }
@@ -270,7 +273,9 @@ private func readBytes(_ bytes: [UInt8], _ options: RecordingReader.Options) -> 
             outcome.bytes = reader.bytesRead
         }
         do {
-            while let sample = try reader.next() { outcome.samples.append(bits(sample)) }
+            while let sample = try reader.next() {
+                outcome.samples.append(bits(sample) + [UInt64(reader.line)])
+            }
         } catch {
             outcome.error = error.description
         }
