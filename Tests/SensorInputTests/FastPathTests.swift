@@ -64,7 +64,7 @@ struct FastPathTests {
     @Test func fastNumbersMatchTheReference() {
         var random = SplitMix(state: 12)
         var taken = 0
-        let total = 200_000
+        let total = 100_000
         for _ in 0..<total {
             let cell = randomCell(&random)
             let terminator = [",", "\n", "\r\n", ";", ""][Int.random(in: 0..<5, using: &random)]
@@ -144,7 +144,7 @@ struct FastPathTests {
                 perG: 1, columnNames: []),
         ]
         var taken = 0
-        for round in 0..<60_000 {
+        for round in 0..<30_000 {
             let layout = layouts[round % layouts.count]
             guard let plan = FastRowPlan(layout) else {
                 Issue.record("no plan")
@@ -199,7 +199,8 @@ struct FastPathTests {
         #expect(files.count > 70)
         for file in files {
             let path = sharedData.appendingPathComponent(file).path
-            for skip in [false, true] {
+            // skipBadRows matters for the format samples, which have bad rows.
+            for skip in file.hasPrefix("formats/") ? [false, true] : [false] {
                 var fast = RecordingReader.Options(skipBadRows: skip)
                 fast.bufferSize = 4096  // refills in the middle of rows as well
                 var slow = fast
