@@ -77,6 +77,8 @@ public struct RecordingReader: Sendable {
     private var aheadCount = 0
     private var aheadIndex = 0
     private let skipBadRows: Bool
+    /// ``Options/rowFastPath``.
+    private let rowFastPath: Bool
     private var previousTime = Int64.min
     private var previousLine = 0
 
@@ -102,6 +104,7 @@ public struct RecordingReader: Sendable {
         self.source = source
         path = name
         skipBadRows = options.skipBadRows
+        rowFastPath = options.rowFastPath
         buffer = ChunkBuffer(capacity: max(options.bufferSize, 16))
         // Placeholders until detection has run.
         format = .stepgate
@@ -399,13 +402,22 @@ public struct RecordingReader: Sendable {
         raw.perG = 1
         var position = start
         let base = UnsafePointer(buffer.pointer)
+        // The fast path here too: the 200 rows sampled were most of a small file's time.
+        let fast = rowFastPath ? FastRowPlan(raw) : nil
         while rows.count < limit && position < end {
-            var lineEnd = position
-            while lineEnd < end && base[lineEnd] != 10 { lineEnd += 1 }
+            var lineEnd = end
+            if let hit = memchr(base + position, 10, end - position) {
+                lineEnd = UnsafeRawPointer(base).distance(to: UnsafeRawPointer(hit))
+            }
             if lineEnd == end && !sourceExhausted { break }
             var count = lineEnd - position
             if count > 0 && base[position + count - 1] == 13 { count -= 1 }
-            if case .sample(let sample) = parseRow(base + position, count, raw) {
+            var parsed: AccelerationSample?
+            if let fast { parsed = parsePlainRowOutlined(base + position, count, fast) }
+            if parsed == nil, case .sample(let sample) = parseRow(base + position, count, raw) {
+                parsed = sample
+            }
+            if let sample = parsed {
                 // Only the first row's time cell is looked at (Sensor Logger's damaged `time`):
                 // splitting 200 rows into cells was most of a small file's reading time.
                 var isInteger = false
