@@ -202,7 +202,8 @@ func skipCells(
 /// Parses the cells of a row at `p` following `plan`, or returns nil when the row is not
 /// plain (see above) and must go through ``parseRow(_:_:_:)``; also returns the index of the
 /// byte after the last needed cell. With `lastEndsLine`, `count` is what the buffer holds
-/// (the line's end is not known yet) and the last needed cell may end at a line ending.
+/// (the line's end is not known yet), `p[count]` is the buffer's final 0 byte, and the last
+/// needed cell may end at a line ending.
 @_transparent
 func parsePlainCells(_ p: UnsafePointer<UInt8>, _ count: Int, _ plan: FastRowPlan, lastEndsLine: Bool)
     -> (sample: AccelerationSample, end: Int)?
@@ -210,19 +211,19 @@ func parsePlainCells(_ p: UnsafePointer<UInt8>, _ count: Int, _ plan: FastRowPla
     let separator = plan.separator
     var i = 0
     guard skipCells(p, &i, count, from: 0, to: plan.columns.0, separator),
-        let n0 = scanPlainCell(p, &i, count, separator, endsLine: false), i < count
+        let n0 = scanPlainCell(p, &i, count, separator, endsLine: false, clamp: !lastEndsLine), i < count
     else { return nil }
     i &+= 1
     guard skipCells(p, &i, count, from: plan.columns.0 &+ 1, to: plan.columns.1, separator),
-        let n1 = scanPlainCell(p, &i, count, separator, endsLine: false), i < count
+        let n1 = scanPlainCell(p, &i, count, separator, endsLine: false, clamp: !lastEndsLine), i < count
     else { return nil }
     i &+= 1
     guard skipCells(p, &i, count, from: plan.columns.1 &+ 1, to: plan.columns.2, separator),
-        let n2 = scanPlainCell(p, &i, count, separator, endsLine: false), i < count
+        let n2 = scanPlainCell(p, &i, count, separator, endsLine: false, clamp: !lastEndsLine), i < count
     else { return nil }
     i &+= 1
     guard skipCells(p, &i, count, from: plan.columns.2 &+ 1, to: plan.columns.3, separator),
-        let n3 = scanPlainCell(p, &i, count, separator, endsLine: lastEndsLine)
+        let n3 = scanPlainCell(p, &i, count, separator, endsLine: lastEndsLine, clamp: !lastEndsLine)
     else { return nil }
     // The slots are the same on every row: these branches are always predicted.
     func number(_ slot: Int) -> PlainNumber {
@@ -316,18 +317,22 @@ func byteAfter(_ word: UInt64, _ length: Int) -> UInt8 {
 
 /// The run of digits at `p + start` (whose first 8 bytes are `first`) up to 16 long: its
 /// value, its length, and the byte after it (meaningless when the run reaches `count`; 0 when
-/// it is 16 long, which callers leave to ``scanPlainNumber(_:_:_:_:)``).
+/// it is 16 long, which callers leave to ``scanPlainNumber(_:_:_:_:)``). With `clamp`, the
+/// run stops at `count`; without, the caller knows that `p[count]` is not a digit (the
+/// reader's buffer ends with a 0 byte, see ``RecordingReader``'s `markEnd()`), which saves
+/// the masking.
 @_transparent
-func digitRun(_ p: UnsafePointer<UInt8>, _ start: Int, _ count: Int, _ first: UInt64) -> (
+func digitRun(_ p: UnsafePointer<UInt8>, _ start: Int, _ count: Int, _ first: UInt64, clamp: Bool) -> (
     value: UInt64, length: Int, after: UInt8
 ) {
     let remaining = count &- start
-    let length = (nonDigitBytes(first) | pastLineBytes(remaining)).trailingZeroBitCount &>> 3
+    let length = (nonDigitBytes(first) | (clamp ? pastLineBytes(remaining) : 0)).trailingZeroBitCount &>> 3
     if length < 8 {
         return (length == 0 ? 0 : digitsValue(first, length), length, byteAfter(first, length))
     }
     let second = UnsafeRawPointer(p + (start &+ 8)).loadUnaligned(as: UInt64.self)
-    let more = (nonDigitBytes(second) | pastLineBytes(remaining &- 8)).trailingZeroBitCount &>> 3
+    let more =
+        (nonDigitBytes(second) | (clamp ? pastLineBytes(remaining &- 8) : 0)).trailingZeroBitCount &>> 3
     let value =
         digitsValue(first, 8) &* fastPowersOfTen.integer[more] &+ (more == 0 ? 0 : digitsValue(second, more))
     return (value, 8 &+ more, byteAfter(second, more))
@@ -339,19 +344,20 @@ func digitRun(_ p: UnsafePointer<UInt8>, _ start: Int, _ count: Int, _ first: UI
 /// on in ``scanPlainNumber(_:_:_:_:)``.
 @_transparent
 func scanPlainCell(
-    _ p: UnsafePointer<UInt8>, _ i: inout Int, _ count: Int, _ separator: UInt8, endsLine: Bool
+    _ p: UnsafePointer<UInt8>, _ i: inout Int, _ count: Int, _ separator: UInt8, endsLine: Bool,
+    clamp: Bool = true
 ) -> PlainNumber? {
     let word = UnsafeRawPointer(p + i).loadUnaligned(as: UInt64.self)
     let negative = word & 0xFF == UInt64(UInt8(ascii: "-"))
     // The sign byte becomes a leading "0".
     let unsigned = word ^ (negative ? UInt64(UInt8(ascii: "-") ^ UInt8(ascii: "0")) : 0)
     let remaining = count &- i
-    let (integer, length, after) = digitRun(p, i, count, unsigned)
+    let (integer, length, after) = digitRun(p, i, count, unsigned, clamp: clamp)
     let integerDigits = length &- (negative ? 1 : 0)
     if length < 16 && length < remaining && after == UInt8(ascii: ".") {
         let start = i &+ length &+ 1
         let (fraction, fractionDigits, fractionAfter) = digitRun(
-            p, start, count, UnsafeRawPointer(p + start).loadUnaligned(as: UInt64.self))
+            p, start, count, UnsafeRawPointer(p + start).loadUnaligned(as: UInt64.self), clamp: clamp)
         let digits = integerDigits &+ fractionDigits
         guard
             digits > 0 && digits <= 19 && fractionDigits < 16

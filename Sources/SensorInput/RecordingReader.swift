@@ -248,6 +248,7 @@ public struct RecordingReader: Sendable {
             end += n
             sourceOffset += n
         }
+        markEnd()
     }
 
     /// Makes the buffer ours (copy-on-write) and moves unread bytes to its front.
@@ -259,6 +260,14 @@ public struct RecordingReader: Sendable {
             start = 0
             end = pending
         }
+        markEnd()
+    }
+
+    /// Writes a 0 byte after the unread bytes (in the padding when the buffer is full): the
+    /// row fast path reads digits up to a non-digit without checking where the bytes end
+    /// (``parsePlainLine(_:_:_:)``). Only after `compact()`, with the buffer ours.
+    private mutating func markEnd() {
+        buffer.pointer[end] = 0
     }
 
     /// Reads until the buffer is full or the source is exhausted (once, before sampling rows).
@@ -274,6 +283,7 @@ public struct RecordingReader: Sendable {
                 sourceOffset += n
             }
         }
+        markEnd()
     }
 
     /// Drops bytes up to and including the next newline (or to the end of the file).
@@ -286,12 +296,14 @@ public struct RecordingReader: Sendable {
                 into: buffer.pointer, count: buffer.capacity, at: sourceOffset, path: path)
             if n == 0 {
                 sourceExhausted = true
+                markEnd()
                 return
             }
             sourceOffset += n
             if let hit = memchr(buffer.pointer, 10, n) {
                 start = UnsafeMutableRawPointer(buffer.pointer).distance(to: hit) + 1
                 end = n
+                markEnd()
                 return
             }
         }
