@@ -5,7 +5,7 @@
 // with tiny buffers that force over-long lines. Besides "no crash", it checks the reader's
 // promises: timestamps never decrease; samples are finite; reading in small pieces changes
 // nothing; skipBadRows never throws a row-level error and never yields fewer samples than
-// strict reading.
+// strict reading; the row fast path changes nothing (against reading without it).
 
 import StepDetection
 
@@ -31,6 +31,15 @@ public func fuzzRecordingReader(_ data: UnsafePointer<UInt8>?, _ size: Int) -> I
             if whole != pieces {
                 fatalError("reading in \(options.maximumRead)-byte pieces changed the result")
             }
+            // The row fast path changes nothing: same samples bit for bit, same errors.
+            var reference = options
+            reference.rowFastPath = false
+            let slow = read(bytes, reference)
+            if pieces != slow || pieces.sampleBits != slow.sampleBits
+                || pieces.error?.description != slow.error?.description
+            {
+                fatalError("the row fast path changed the result")
+            }
             if !skip {
                 strictSamples = whole.samples.count
             } else if whole.opened && whole.samples.count < strictSamples {
@@ -53,6 +62,16 @@ private struct Outcome: Equatable {
     var samples: [AccelerationSample] = []
     var error: RecordingError?
     var skipped = SkippedRows()
+
+    /// The samples' exact bits (== on Float takes -0 for 0).
+    var sampleBits: [UInt64] {
+        samples.flatMap {
+            [
+                UInt64(bitPattern: $0.timestamp), UInt64($0.x.bitPattern), UInt64($0.y.bitPattern),
+                UInt64($0.z.bitPattern),
+            ]
+        }
+    }
 }
 
 private func read(_ bytes: [UInt8], _ options: RecordingReader.Options) -> Outcome {

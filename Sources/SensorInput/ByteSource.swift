@@ -13,10 +13,14 @@
 final class ChunkBuffer: @unchecked Sendable {
     let pointer: UnsafeMutablePointer<UInt8>
     let capacity: Int
+    /// Zero bytes after the capacity, so that the row fast path may read 8 or 16 bytes from
+    /// any place in a line without checking where the buffer ends (``digitRun(_:_:_:_:)``).
+    static let padding = 64
 
     init(capacity: Int) {
         self.capacity = max(capacity, 1)
-        pointer = .allocate(capacity: self.capacity)
+        pointer = .allocate(capacity: self.capacity + Self.padding)
+        (pointer + self.capacity).initialize(repeating: 0, count: Self.padding)
     }
 
     func copy() -> ChunkBuffer {

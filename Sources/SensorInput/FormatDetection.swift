@@ -94,21 +94,32 @@ enum FormatDetection {
 
     /// The separator of a header line: the most frequent of `,` `;` TAB outside quotes.
     static func guessSeparator(_ line: [UInt8]) -> UInt8 {
-        var counts: [UInt8: Int] = [:]
+        // Three counters, not a dictionary: a process's first dictionary of this type cost
+        // 0.35 M instructions (its runtime metadata), half of reading a 20 KB recording.
+        var commas = 0
+        var semicolons = 0
+        var tabs = 0
         var inQuotes = false
         for byte in line {
             if byte == quote {
                 inQuotes.toggle()
-            } else if !inQuotes && (byte == UInt8(ascii: ",") || byte == UInt8(ascii: ";") || byte == 9) {
-                counts[byte, default: 0] += 1
+            } else if !inQuotes {
+                if byte == UInt8(ascii: ",") {
+                    commas += 1
+                } else if byte == UInt8(ascii: ";") {
+                    semicolons += 1
+                } else if byte == 9 {
+                    tabs += 1
+                }
             }
         }
         var best = UInt8(ascii: ",")
-        var bestCount = counts[best] ?? 0
-        for candidate in [UInt8(ascii: ";"), 9] where (counts[candidate] ?? 0) > bestCount {
-            best = candidate
-            bestCount = counts[candidate] ?? 0
+        var bestCount = commas
+        if semicolons > bestCount {
+            best = UInt8(ascii: ";")
+            bestCount = semicolons
         }
+        if tabs > bestCount { best = 9 }
         return best
     }
 

@@ -140,13 +140,28 @@ func exactPowerOfTen(_ k: Int) -> Double {
 /// 10^k as a UInt64 for k in 0...19.
 @inline(__always)
 func integerPowerOfTen(_ k: Int) -> UInt64 {
-    var result: UInt64 = 1
-    var k = k
-    while k > 0 {
-        result &*= 10
-        k &-= 1
+    switch k {
+    case 0: 1
+    case 1: 10
+    case 2: 100
+    case 3: 1000
+    case 4: 10000
+    case 5: 100_000
+    case 6: 1_000_000
+    case 7: 10_000_000
+    case 8: 100_000_000
+    case 9: 1_000_000_000
+    case 10: 10_000_000_000
+    case 11: 100_000_000_000
+    case 12: 1_000_000_000_000
+    case 13: 10_000_000_000_000
+    case 14: 100_000_000_000_000
+    case 15: 1_000_000_000_000_000
+    case 16: 10_000_000_000_000_000
+    case 17: 100_000_000_000_000_000
+    case 18: 1_000_000_000_000_000_000
+    default: 10_000_000_000_000_000_000
     }
-    return result
 }
 
 extension DecimalNumber {
@@ -171,7 +186,7 @@ extension DecimalNumber {
     }
 
     @inline(never)
-    private static func scaleSlowly(_ start: Double, _ exponent: Int) -> Double {
+    static func scaleSlowly(_ start: Double, _ exponent: Int) -> Double {
         var value = start
         var k = exponent
         while k > 22 && value.isFinite {
@@ -190,7 +205,8 @@ extension DecimalNumber {
 
     /// `self * 10^shift` rounded to the nearest integer (half away from zero), or nil when
     /// it does not fit in an Int64. Exact: never goes through a Double.
-    @inline(__always)
+    /// (`@_transparent`: see ``scanNumber(_:from:to:)``.)
+    @_transparent
     func scaledInt64(shift: Int) -> Int64? {
         var magnitude = mantissa
         if magnitude == 0 { return 0 }

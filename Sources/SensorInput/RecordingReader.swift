@@ -34,6 +34,9 @@ public struct RecordingReader: Sendable {
         var bufferSize: Int = 256 * 1024
         /// Largest read from an in-memory source (tests and fuzzing use small values).
         var maximumRead: Int = .max
+        /// Whether plain rows go through the fast path (FastRowParsing.swift) before
+        /// `parseRow`; tests and fuzzing turn it off to check that it changes nothing.
+        var rowFastPath = true
 
         /// Creates options; the defaults detect everything and throw on the first bad row.
         public init(format: RecordingFormat? = nil, unit: AccelerationUnit? = nil, skipBadRows: Bool = false)
@@ -65,7 +68,17 @@ public struct RecordingReader: Sendable {
     private var sourceOffset = 0
     private var sourceExhausted = false
     private var layout: RowLayout
+    /// The fast path's view of `layout` (nil: every row goes through `parseRow`).
+    private var plan: FastRowPlan?
+    /// Samples of the plain rows after `start`, parsed ahead in one go by the fast path
+    /// (``parsePlainLines(_:_:_:after:into:)``) and handed out by `next()` one by one, with
+    /// `line` counted as they are. Rows stop at the first row that is not plain.
+    private var ahead: [AccelerationSample] = []
+    private var aheadCount = 0
+    private var aheadIndex = 0
     private let skipBadRows: Bool
+    /// ``Options/rowFastPath``.
+    private let rowFastPath: Bool
     private var previousTime = Int64.min
     private var previousLine = 0
 
@@ -91,6 +104,7 @@ public struct RecordingReader: Sendable {
         self.source = source
         path = name
         skipBadRows = options.skipBadRows
+        rowFastPath = options.rowFastPath
         buffer = ChunkBuffer(capacity: max(options.bufferSize, 16))
         // Placeholders until detection has run.
         format = .stepgate
@@ -125,6 +139,30 @@ public struct RecordingReader: Sendable {
     /// bad rows are counted in ``skipped`` and reading goes on.
     public mutating func next() throws(RecordingError) -> AccelerationSample? {
         while true {
+            if aheadIndex < aheadCount {
+                let sample = ahead[aheadIndex]
+                aheadIndex &+= 1
+                line &+= 1
+                previousTime = sample.timestamp
+                previousLine = line
+                return sample
+            }
+            // The fast path: plain rows straight from the buffer, each one's end found by
+            // parsing it.
+            if let plan, start < end {
+                let pointer = UnsafePointer(buffer.pointer + start)
+                let available = end &- start
+                let previous = previousTime
+                let (count, taken) = ahead.withUnsafeMutableBufferPointer { samples in
+                    parsePlainLines(pointer, available, plan, after: previous, into: samples)
+                }
+                if count > 0 {
+                    start &+= taken
+                    aheadCount = count
+                    aheadIndex = 0
+                    continue
+                }
+            }
             guard let range = try nextLine() else { return nil }
             let base = UnsafePointer(buffer.pointer + range.lowerBound)
             var count = range.count
@@ -133,7 +171,14 @@ public struct RecordingReader: Sendable {
                 skipped.blankLines += 1
                 continue
             }
-            switch parseRow(base, count, layout) {
+            if let plan, let sample = parsePlainRowOutlined(base, count, plan),
+                sample.timestamp >= previousTime
+            {
+                previousTime = sample.timestamp
+                previousLine = line
+                return sample
+            }
+            switch parseRowOutlined(base, count, layout) {
             case .sample(let sample):
                 if sample.timestamp >= previousTime {
                     previousTime = sample.timestamp
@@ -203,6 +248,7 @@ public struct RecordingReader: Sendable {
             end += n
             sourceOffset += n
         }
+        markEnd()
     }
 
     /// Makes the buffer ours (copy-on-write) and moves unread bytes to its front.
@@ -214,6 +260,14 @@ public struct RecordingReader: Sendable {
             start = 0
             end = pending
         }
+        markEnd()
+    }
+
+    /// Writes a 0 byte after the unread bytes (in the padding when the buffer is full): the
+    /// row fast path reads digits up to a non-digit without checking where the bytes end
+    /// (``parsePlainLine(_:_:_:)``). Only after `compact()`, with the buffer ours.
+    private mutating func markEnd() {
+        buffer.pointer[end] = 0
     }
 
     /// Reads until the buffer is full or the source is exhausted (once, before sampling rows).
@@ -229,6 +283,7 @@ public struct RecordingReader: Sendable {
                 sourceOffset += n
             }
         }
+        markEnd()
     }
 
     /// Drops bytes up to and including the next newline (or to the end of the file).
@@ -241,12 +296,14 @@ public struct RecordingReader: Sendable {
                 into: buffer.pointer, count: buffer.capacity, at: sourceOffset, path: path)
             if n == 0 {
                 sourceExhausted = true
+                markEnd()
                 return
             }
             sourceOffset += n
             if let hit = memchr(buffer.pointer, 10, n) {
                 start = UnsafeMutableRawPointer(buffer.pointer).distance(to: hit) + 1
                 end = n
+                markEnd()
                 return
             }
         }
@@ -337,10 +394,15 @@ public struct RecordingReader: Sendable {
                 gravityIncluded = true
             }
         }
+        plan = options.rowFastPath ? FastRowPlan(layout) : nil
+        if plan != nil {
+            ahead = Array(repeating: AccelerationSample(timestamp: 0, x: 0, y: 0, z: 0), count: 128)
+        }
     }
 
     private struct PeekedRow {
         var sample: AccelerationSample
+        /// Whether the time cell is an integer; worked out only when peeking at one row.
         var timeIsInteger: Bool
     }
 
@@ -352,19 +414,35 @@ public struct RecordingReader: Sendable {
         raw.perG = 1
         var position = start
         let base = UnsafePointer(buffer.pointer)
+        // The fast path here too: the 200 rows sampled were most of a small file's time.
+        let fast = rowFastPath ? FastRowPlan(raw) : nil
         while rows.count < limit && position < end {
-            var lineEnd = position
-            while lineEnd < end && base[lineEnd] != 10 { lineEnd += 1 }
+            var lineEnd = end
+            if let hit = memchr(base + position, 10, end - position) {
+                lineEnd = UnsafeRawPointer(base).distance(to: UnsafeRawPointer(hit))
+            }
             if lineEnd == end && !sourceExhausted { break }
             var count = lineEnd - position
             if count > 0 && base[position + count - 1] == 13 { count -= 1 }
-            if case .sample(let sample) = parseRow(base + position, count, raw) {
-                let timeCell = FormatDetection.cells(
-                    Array(UnsafeBufferPointer(start: base + position, count: count)), separator: raw.separator
-                )
-                let isInteger =
-                    raw.timeColumn < timeCell.count
-                    && timeCell[raw.timeColumn].allSatisfy { ($0 >= 48 && $0 <= 57) || $0 == 32 || $0 == 45 }
+            var parsed: AccelerationSample?
+            if let fast { parsed = parsePlainRowOutlined(base + position, count, fast) }
+            if parsed == nil, case .sample(let sample) = parseRow(base + position, count, raw) {
+                parsed = sample
+            }
+            if let sample = parsed {
+                // Only the first row's time cell is looked at (Sensor Logger's damaged `time`):
+                // splitting 200 rows into cells was most of a small file's reading time.
+                var isInteger = false
+                if limit == 1 {
+                    let timeCell = FormatDetection.cells(
+                        Array(UnsafeBufferPointer(start: base + position, count: count)),
+                        separator: raw.separator)
+                    isInteger =
+                        raw.timeColumn < timeCell.count
+                        && timeCell[raw.timeColumn].allSatisfy {
+                            ($0 >= 48 && $0 <= 57) || $0 == 32 || $0 == 45
+                        }
+                }
                 rows.append(PeekedRow(sample: sample, timeIsInteger: isInteger))
             } else if count > 0 && limit == 1 {
                 // The first row is bad: let the caller decide from it anyway.
@@ -547,6 +625,12 @@ func parseRow(_ p: UnsafePointer<UInt8>, _ count: Int, _ layout: RowLayout) -> R
         return .failure(outOfRangeColumn(p, count, bad, separator))
     }
     return .sample(AccelerationSample(timestamp: time, x: fx, y: fy, z: fz))
+}
+
+/// ``parseRow(_:_:_:)`` out of line, for rows the fast path left (it keeps `next()` small).
+@inline(never)
+func parseRowOutlined(_ p: UnsafePointer<UInt8>, _ count: Int, _ layout: RowLayout) -> RowOutcome {
+    parseRow(p, count, layout)
 }
 
 /// A failure for the cell at `cellStart`, which ends at the next separator outside quotes.

@@ -1,0 +1,423 @@
+internal import StepDetection
+
+#if canImport(Glibc)
+    internal import Glibc
+#elseif canImport(Musl)
+    internal import Musl
+#elseif canImport(Darwin)
+    internal import Darwin
+#endif
+
+// The fast path of row parsing, tried before ``parseRow(_:_:_:)`` on every row.
+//
+// It accepts only the plain shape nearly every real row has: unquoted cells, numbers written
+// `[-]digits[.digits]` with at most 19 digits, and enough columns. For such rows it yields the
+// very sample `parseRow` would (the same `DecimalNumber`, converted the same way, bit for bit:
+// FastPathTests and the fuzz target check it against `parseRow`); for anything else (quotes, spaces, signs `+`, exponents, long numbers, missing or bad cells,
+// values out of range) it returns nil and `parseRow` decides, with its exact errors.
+
+/// Where the four needed cells of a row are, in column order, and how to scale them.
+struct FastRowPlan: Sendable {
+    var separator: UInt8
+    /// Needed columns in increasing order.
+    var columns: (Int, Int, Int, Int)
+    /// Which of the four (0...3, in column order) holds the time, x, y and z.
+    var timeSlot: Int
+    var xSlot: Int
+    var ySlot: Int
+    var zSlot: Int
+    var timeShift: Int
+    var perG: Double
+    /// `1 / perG` when that is exact (perG a power of two: 1 for g, 8192 for Bangle counts);
+    /// multiplying by it then gives the very same Double as dividing by perG, and is faster.
+    var exactReciprocal: Double?
+
+    /// The plan for `layout`, or nil when its needed columns are not four different ones or
+    /// its separator is not `,` `;` or TAB (a `sep=` line can name any byte, a digit or a
+    /// `-` too): then every row goes through `parseRow`.
+    init?(_ layout: RowLayout) {
+        guard [UInt8(ascii: ","), UInt8(ascii: ";"), 9].contains(layout.separator) else { return nil }
+        let needed = [layout.timeColumn, layout.xColumn, layout.yColumn, layout.zColumn]
+        let sorted = needed.sorted()
+        for index in 1..<4 where sorted[index] == sorted[index - 1] { return nil }
+        guard sorted[0] >= 0, sorted[3] == layout.lastColumn else { return nil }
+        func slot(_ column: Int) -> Int { sorted.firstIndex(of: column) ?? 0 }
+        separator = layout.separator
+        columns = (sorted[0], sorted[1], sorted[2], sorted[3])
+        timeSlot = slot(layout.timeColumn)
+        xSlot = slot(layout.xColumn)
+        ySlot = slot(layout.yColumn)
+        zSlot = slot(layout.zColumn)
+        timeShift = layout.timeShift
+        perG = layout.perG
+        let reciprocal = 1 / perG
+        let powerOfTwo = perG.isNormal && perG > 0 && perG.significandBitPattern == 0
+        exactReciprocal = powerOfTwo && reciprocal.isNormal && reciprocal * perG == 1 ? reciprocal : nil
+    }
+}
+
+/// A number scanned by the fast path: `±mantissa / 10^fractionDigits`.
+struct PlainNumber {
+    var negative: Bool
+    var mantissa: UInt64
+    var fractionDigits: Int
+
+    /// The same number as ``scanNumber(_:from:to:)`` scans.
+    @_transparent
+    var decimal: DecimalNumber {
+        DecimalNumber(negative: negative, mantissa: mantissa, exponent: 0 &- fractionDigits)
+    }
+
+    /// Bit for bit ``DecimalNumber/doubleValue`` of ``decimal``, without a branch on the sign
+    /// (signs of accelerometer values are random, and a mispredicted branch costs more than
+    /// the rest): `Double(mantissa)` divided by an exact power of ten, then the sign applied;
+    /// zero gives ±0.
+    @_transparent
+    var doubleValue: Double {
+        var value = Double(mantissa)
+        if fractionDigits != 0 {
+            if mantissa <= 1 << 53 {
+                value /= fastPowersOfTen.double[fractionDigits]
+            } else {
+                value = DecimalNumber.scaleSlowly(value, 0 &- fractionDigits)
+            }
+        }
+        // Exact: multiplying by -1 only flips the sign (of zero too).
+        return value * (negative ? -1 : 1)
+    }
+}
+
+/// Exact powers of ten, 10^0 to 10^22, as UInt64 (up to 10^19) and as Double: tables the
+/// fast path indexes, where a `switch` became an indirect jump that mispredicts.
+struct PowersOfTen: @unchecked Sendable {
+    let integer: UnsafeMutablePointer<UInt64>
+    let double: UnsafeMutablePointer<Double>
+
+    init() {
+        integer = .allocate(capacity: 20)
+        double = .allocate(capacity: 23)
+        for k in 0...19 { (integer + k).initialize(to: integerPowerOfTen(k)) }
+        for k in 0...22 { (double + k).initialize(to: exactPowerOfTen(k)) }
+    }
+}
+
+/// Allocated once, never freed.
+let fastPowersOfTen = PowersOfTen()
+
+/// The digits at `p[i..<count]` (at most 8 of them, stopping at the first other byte) as a
+/// number, and how many there are. Reads the 8 bytes at `p + i` whatever `count` is: the
+/// caller guarantees they are readable (``ChunkBuffer`` has ``ChunkBuffer/padding`` bytes
+/// after its capacity); bytes at or after `count` never change the result.
+@_transparent
+func eightDigits(_ p: UnsafePointer<UInt8>, _ i: Int, _ count: Int) -> (value: UInt64, digits: Int) {
+    let word = UnsafeRawPointer(p + i).loadUnaligned(as: UInt64.self)
+    // A byte is a digit when its high nibble is 3 and adding 6 keeps it so. A carry out of a
+    // non-digit byte can only disturb the bytes after it, which are not looked at.
+    let high = (word & 0xF0F0_F0F0_F0F0_F0F0) ^ 0x3030_3030_3030_3030
+    let adjusted = ((word &+ 0x0606_0606_0606_0606) & 0xF0F0_F0F0_F0F0_F0F0) ^ 0x3030_3030_3030_3030
+    let remaining = count &- i
+    var digits = (high | adjusted).trailingZeroBitCount &>> 3
+    if remaining < digits { digits = remaining }
+    // The digits to the top bytes (zeros, that is leading zeros, below), then combined in
+    // pairs, fours and eights. No digits: a shift by 64 would be one by 0, so mask instead.
+    var value = (word &- 0x3030_3030_3030_3030) &<< UInt64(truncatingIfNeeded: (8 &- digits) &* 8)
+    value &= digits == 0 ? 0 : ~0
+    value = value &* 10 &+ (value &>> 8)
+    value =
+        ((value & 0x0000_00FF_0000_00FF) &* (100 &+ (1_000_000 &<< 32))
+            &+ ((value &>> 16) & 0x0000_00FF_0000_00FF) &* (1 &+ (10_000 &<< 32))) &>> 32
+    return (value, digits)
+}
+
+/// The run of digits at `p[i..<count]` as a number (wrapping: the caller rejects more than
+/// 19 digits) and how many digits there were; `i` moves past them.
+@_transparent
+func scanDigits(_ p: UnsafePointer<UInt8>, _ i: inout Int, _ count: Int) -> (value: UInt64, digits: Int) {
+    var (value, digits) = eightDigits(p, i, count)
+    i &+= digits
+    if digits < 8 { return (value, digits) }
+    while true {
+        let (more, moreDigits) = eightDigits(p, i, count)
+        value = value &* fastPowersOfTen.integer[moreDigits] &+ more
+        i &+= moreDigits
+        digits &+= moreDigits
+        if moreDigits < 8 || digits > 19 { return (value, digits) }
+    }
+}
+
+/// Scans `[-]digits[.digits]` (at least one digit, at most 19) at `i`, ending at `count` or at
+/// `separator`; moves `i` past it. The number is exactly the one ``scanNumber(_:from:to:)``
+/// scans. Nil for any other cell. Reads up to 8 bytes past `count` (see
+/// ``eightDigits(_:_:_:)``).
+@_transparent
+func scanPlainNumber(
+    _ p: UnsafePointer<UInt8>, _ i: inout Int, _ count: Int, _ separator: UInt8, endsLine: Bool = false
+) -> PlainNumber? {
+    var j = i
+    let negative = j < count && p[j] == UInt8(ascii: "-")
+    j &+= negative ? 1 : 0
+    var (mantissa, digits) = scanDigits(p, &j, count)
+    var fractionDigits = 0
+    if j < count && p[j] == UInt8(ascii: ".") {
+        j &+= 1
+        let fraction = scanDigits(p, &j, count)
+        fractionDigits = fraction.digits
+        digits &+= fractionDigits
+        if digits <= 19 { mantissa = mantissa &* fastPowersOfTen.integer[fractionDigits] &+ fraction.value }
+    }
+    // At most 19 digits: scanNumber keeps them all (its limit is 19 significant digits), and
+    // the mantissa cannot overflow.
+    guard
+        digits > 0 && digits <= 19
+            && (j == count || p[j] == separator || endsLine && (p[j] == 10 || p[j] == 13))
+    else { return nil }
+    i = j
+    return PlainNumber(negative: negative, mantissa: mantissa, fractionDigits: fractionDigits)
+}
+
+/// Moves `i` to the start of cell `target` from the start of cell `column`; false when the
+/// row ends first or a skipped cell holds a quote (parseRow handles both).
+@_transparent
+func skipCells(
+    _ p: UnsafePointer<UInt8>, _ i: inout Int, _ count: Int, from column: Int, to target: Int,
+    _ separator: UInt8
+) -> Bool {
+    var column = column
+    while column < target {
+        while i < count {
+            let c = p[i]
+            if c == separator { break }
+            // A quote: parseRow handles quoted cells. A newline: the row has too few cells
+            // (only parsePlainLine, which looks past the line, meets one).
+            if c == FormatDetection.quote || c == 10 { return false }
+            i &+= 1
+        }
+        if i >= count { return false }
+        i &+= 1
+        column &+= 1
+    }
+    return true
+}
+
+/// Parses the cells of a row at `p` following `plan`, or returns nil when the row is not
+/// plain (see above) and must go through ``parseRow(_:_:_:)``; also returns the index of the
+/// byte after the last needed cell. With `lastEndsLine`, `count` is what the buffer holds
+/// (the line's end is not known yet), `p[count]` is the buffer's final 0 byte, and the last
+/// needed cell may end at a line ending.
+@_transparent
+func parsePlainCells(_ p: UnsafePointer<UInt8>, _ count: Int, _ plan: FastRowPlan, lastEndsLine: Bool)
+    -> (sample: AccelerationSample, end: Int)?
+{
+    let separator = plan.separator
+    var i = 0
+    guard skipCells(p, &i, count, from: 0, to: plan.columns.0, separator),
+        let n0 = scanPlainCell(p, &i, count, separator, endsLine: false, clamp: !lastEndsLine), i < count
+    else { return nil }
+    i &+= 1
+    guard skipCells(p, &i, count, from: plan.columns.0 &+ 1, to: plan.columns.1, separator),
+        let n1 = scanPlainCell(p, &i, count, separator, endsLine: false, clamp: !lastEndsLine), i < count
+    else { return nil }
+    i &+= 1
+    guard skipCells(p, &i, count, from: plan.columns.1 &+ 1, to: plan.columns.2, separator),
+        let n2 = scanPlainCell(p, &i, count, separator, endsLine: false, clamp: !lastEndsLine), i < count
+    else { return nil }
+    i &+= 1
+    guard skipCells(p, &i, count, from: plan.columns.2 &+ 1, to: plan.columns.3, separator),
+        let n3 = scanPlainCell(p, &i, count, separator, endsLine: lastEndsLine, clamp: !lastEndsLine)
+    else { return nil }
+    // The slots are the same on every row: these branches are always predicted.
+    func number(_ slot: Int) -> PlainNumber {
+        switch slot {
+        case 0: n0
+        case 1: n1
+        case 2: n2
+        default: n3
+        }
+    }
+    guard let time = number(plan.timeSlot).decimal.scaledInt64(shift: plan.timeShift) else { return nil }
+    let x: Float
+    let y: Float
+    let z: Float
+    if let reciprocal = plan.exactReciprocal {
+        x = Float(number(plan.xSlot).doubleValue * reciprocal)
+        y = Float(number(plan.ySlot).doubleValue * reciprocal)
+        z = Float(number(plan.zSlot).doubleValue * reciprocal)
+    } else {
+        let perG = plan.perG
+        x = Float(number(plan.xSlot).doubleValue / perG)
+        y = Float(number(plan.ySlot).doubleValue / perG)
+        z = Float(number(plan.zSlot).doubleValue / perG)
+    }
+    guard x.isFinite && y.isFinite && z.isFinite else { return nil }
+    return (AccelerationSample(timestamp: time, x: x, y: y, z: z), i)
+}
+
+/// Parses one line (without its line ending) following `plan`, or returns nil when the row
+/// is not plain (see above) and must go through ``parseRow(_:_:_:)``.
+@_transparent
+func parsePlainRow(_ p: UnsafePointer<UInt8>, _ count: Int, _ plan: FastRowPlan) -> AccelerationSample? {
+    parsePlainCells(p, count, plan, lastEndsLine: false)?.sample
+}
+
+/// Parses the row at the start of the `available` bytes at `p` (the unread part of the
+/// buffer) without looking for its end first: the last needed cell must be followed by the
+/// line ending, or by a separator and more cells up to one. Returns the sample and the bytes
+/// taken, line ending included; nil when the row is not plain or its line ending is not in
+/// the buffer yet (then the caller finds the line and parses it the usual way).
+@_transparent
+func parsePlainLine(_ p: UnsafePointer<UInt8>, _ available: Int, _ plan: FastRowPlan)
+    -> (sample: AccelerationSample, taken: Int)?
+{
+    guard let (sample, end) = parsePlainCells(p, available, plan, lastEndsLine: true), end < available else {
+        return nil
+    }
+    switch p[end] {
+    case 10:
+        return (sample, end &+ 1)
+    case 13:
+        // parseRow sees the line without one CR.
+        guard end &+ 1 < available && p[end &+ 1] == 10 else { return nil }
+        return (sample, end &+ 2)
+    default:
+        // More cells after the last needed one: parseRow ignores them.
+        guard let newline = memchr(p + end, 10, available &- end) else { return nil }
+        return (sample, UnsafeRawPointer(p).distance(to: UnsafeRawPointer(newline)) &+ 1)
+    }
+}
+
+/// The non-digit bytes of `word` as a mask (0 for a digit byte; see ``eightDigits(_:_:_:)``).
+@_transparent
+func nonDigitBytes(_ word: UInt64) -> UInt64 {
+    let high = (word & 0xF0F0_F0F0_F0F0_F0F0) ^ 0x3030_3030_3030_3030
+    let adjusted = ((word &+ 0x0606_0606_0606_0606) & 0xF0F0_F0F0_F0F0_F0F0) ^ 0x3030_3030_3030_3030
+    return high | adjusted
+}
+
+/// All bytes from byte `remaining` of a word on, when that is inside it: they are past the line.
+@_transparent
+func pastLineBytes(_ remaining: Int) -> UInt64 {
+    remaining >= 8 ? 0 : ~0 &<< UInt64(truncatingIfNeeded: remaining &* 8)
+}
+
+/// The value of the first `length` (1...8) bytes of `word`, which are digits.
+@_transparent
+func digitsValue(_ word: UInt64, _ length: Int) -> UInt64 {
+    var value = (word &- 0x3030_3030_3030_3030) &<< UInt64(truncatingIfNeeded: (8 &- length) &* 8)
+    value = value &* 10 &+ (value &>> 8)
+    return
+        ((value & 0x0000_00FF_0000_00FF) &* (100 &+ (1_000_000 &<< 32))
+        &+ ((value &>> 16) & 0x0000_00FF_0000_00FF) &* (1 &+ (10_000 &<< 32))) &>> 32
+}
+
+/// The byte of `word` after its first `length` bytes (0 when `length` is 8).
+@_transparent
+func byteAfter(_ word: UInt64, _ length: Int) -> UInt8 {
+    length < 8 ? UInt8(truncatingIfNeeded: word &>> UInt64(truncatingIfNeeded: length &* 8)) : 0
+}
+
+/// The run of digits at `p + start` (whose first 8 bytes are `first`) up to 16 long: its
+/// value, its length, and the byte after it (meaningless when the run reaches `count`; 0 when
+/// it is 16 long, which callers leave to ``scanPlainNumber(_:_:_:_:)``). With `clamp`, the
+/// run stops at `count`; without, the caller knows that `p[count]` is not a digit (the
+/// reader's buffer ends with a 0 byte, see ``RecordingReader``'s `markEnd()`), which saves
+/// the masking.
+@_transparent
+func digitRun(_ p: UnsafePointer<UInt8>, _ start: Int, _ count: Int, _ first: UInt64, clamp: Bool) -> (
+    value: UInt64, length: Int, after: UInt8
+) {
+    let remaining = count &- start
+    let length = (nonDigitBytes(first) | (clamp ? pastLineBytes(remaining) : 0)).trailingZeroBitCount &>> 3
+    if length < 8 {
+        return (length == 0 ? 0 : digitsValue(first, length), length, byteAfter(first, length))
+    }
+    let second = UnsafeRawPointer(p + (start &+ 8)).loadUnaligned(as: UInt64.self)
+    let more =
+        (nonDigitBytes(second) | (clamp ? pastLineBytes(remaining &- 8) : 0)).trailingZeroBitCount &>> 3
+    let value =
+        digitsValue(first, 8) &* fastPowersOfTen.integer[more] &+ (more == 0 ? 0 : digitsValue(second, more))
+    return (value, 8 &+ more, byteAfter(second, more))
+}
+
+/// ``scanPlainNumber(_:_:_:_:)`` for the common cell, in few dependent steps (each cell's
+/// start waits for the end of the one before): one or two 8-byte loads give the sign, the
+/// integer digits and the byte after them, and one or two more the fraction. Longer cells go
+/// on in ``scanPlainNumber(_:_:_:_:)``.
+@_transparent
+func scanPlainCell(
+    _ p: UnsafePointer<UInt8>, _ i: inout Int, _ count: Int, _ separator: UInt8, endsLine: Bool,
+    clamp: Bool = true
+) -> PlainNumber? {
+    let word = UnsafeRawPointer(p + i).loadUnaligned(as: UInt64.self)
+    let negative = word & 0xFF == UInt64(UInt8(ascii: "-"))
+    // The sign byte becomes a leading "0".
+    let unsigned = word ^ (negative ? UInt64(UInt8(ascii: "-") ^ UInt8(ascii: "0")) : 0)
+    let remaining = count &- i
+    let (integer, length, after) = digitRun(p, i, count, unsigned, clamp: clamp)
+    let integerDigits = length &- (negative ? 1 : 0)
+    if length < 16 && length < remaining && after == UInt8(ascii: ".") {
+        let start = i &+ length &+ 1
+        let (fraction, fractionDigits, fractionAfter) = digitRun(
+            p, start, count, UnsafeRawPointer(p + start).loadUnaligned(as: UInt64.self), clamp: clamp)
+        let digits = integerDigits &+ fractionDigits
+        guard
+            digits > 0 && digits <= 19 && fractionDigits < 16
+                && (fractionDigits == count &- start || fractionAfter == separator
+                    || endsLine && (fractionAfter == 10 || fractionAfter == 13))
+        else { return scanLongPlainNumber(p, &i, count, separator, endsLine: endsLine) }
+        i = start &+ fractionDigits
+        return PlainNumber(
+            negative: negative, mantissa: integer &* fastPowersOfTen.integer[fractionDigits] &+ fraction,
+            fractionDigits: fractionDigits)
+    }
+    guard
+        integerDigits > 0 && length < 16
+            && (length == remaining || after == separator || endsLine && (after == 10 || after == 13))
+    else {
+        return scanLongPlainNumber(p, &i, count, separator, endsLine: endsLine)
+    }
+    i &+= length
+    return PlainNumber(negative: negative, mantissa: integer, fractionDigits: 0)
+}
+
+/// ``scanPlainNumber(_:_:_:_:)`` out of line: the rare long cells of ``scanPlainCell(_:_:_:_:)``.
+@inline(never)
+func scanLongPlainNumber(
+    _ p: UnsafePointer<UInt8>, _ i: inout Int, _ count: Int, _ separator: UInt8, endsLine: Bool
+) -> PlainNumber? {
+    scanPlainNumber(p, &i, count, separator, endsLine: endsLine)
+}
+
+/// ``parsePlainRow(_:_:_:)`` out of line, for the rows ``parsePlainLine(_:_:_:)`` left: those
+/// whose line ending was not in the buffer yet, or that end the file without one.
+@inline(never)
+func parsePlainRowOutlined(_ p: UnsafePointer<UInt8>, _ count: Int, _ plan: FastRowPlan)
+    -> AccelerationSample?
+{
+    parsePlainRow(p, count, plan)
+}
+
+/// Parses plain rows one after the other from the `available` bytes at `p` (the unread part
+/// of the buffer) into `samples`, up to its size, while rows are plain and time does not go
+/// back (from `previousTime` on). Returns how many and the bytes they took, line endings
+/// included. Compiled on its own, away from the reader's large `next()`, with the loop's
+/// state in registers.
+@inline(never)
+func parsePlainLines(
+    _ p: UnsafePointer<UInt8>, _ available: Int, _ plan: FastRowPlan, after previousTime: Int64,
+    into samples: UnsafeMutableBufferPointer<AccelerationSample>
+) -> (count: Int, taken: Int) {
+    guard let base = samples.baseAddress else { return (0, 0) }
+    var count = 0
+    var taken = 0
+    var previous = previousTime
+    while count < samples.count && taken < available,
+        let (sample, used) = parsePlainLine(p + taken, available &- taken, plan),
+        sample.timestamp >= previous
+    {
+        (base + count).pointee = sample
+        count &+= 1
+        taken &+= used
+        previous = sample.timestamp
+    }
+    return (count, taken)
+}

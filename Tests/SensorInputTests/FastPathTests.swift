@@ -1,0 +1,287 @@
+import Foundation
+import StepDetection
+import Testing
+
+@testable import SensorInput
+
+/// A small deterministic generator (SplitMix64), so that a failure can be reproduced.
+private struct SplitMix: RandomNumberGenerator {
+    var state: UInt64
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
+
+/// A random cell: mostly plain decimals of every length, some with what the fast path must
+/// leave to the reference parser (exponents, spaces, `+`, quotes, words, 20+ digits).
+private func randomCell(_ random: inout SplitMix) -> String {
+    func digits(_ count: Int) -> String {
+        String((0..<count).map { _ in Character(String(Int.random(in: 0...9, using: &random))) })
+    }
+    var cell = ""
+    switch Int.random(in: 0..<20, using: &random) {
+    case 0: return ""
+    case 1:
+        return ["NaN", "-", ".", "-.", "inf", "\"1\"", "1e5", " 7", "7 ", "+3", "0x1", "1.2.3"][
+            Int.random(in: 0..<12, using: &random)]
+    case 2: cell = digits(Int.random(in: 15...24, using: &random))
+    default: break
+    }
+    if cell.isEmpty {
+        if Bool.random(using: &random) { cell = "-" }
+        cell += digits(Int.random(in: 0...9, using: &random))
+        if Int.random(in: 0..<3, using: &random) > 0 {
+            cell += "." + digits(Int.random(in: 0...12, using: &random))
+        }
+        if Int.random(in: 0..<30, using: &random) == 0 { cell += "E-3" }
+    }
+    return cell
+}
+
+/// `text` in a buffer with the 64 readable bytes after it that the fast path may read.
+private func withPadded<R>(_ text: String, _ body: (UnsafePointer<UInt8>, Int) -> R) -> R {
+    var bytes = Array(text.utf8)
+    let count = bytes.count
+    bytes += Array(repeating: UInt8(ascii: "7"), count: ChunkBuffer.padding)  // digits: must not be taken
+    return bytes.withUnsafeBufferPointer { body($0.baseAddress!, count) }
+}
+
+private func bits(_ sample: AccelerationSample) -> [UInt64] {
+    [
+        UInt64(bitPattern: sample.timestamp), UInt64(sample.x.bitPattern), UInt64(sample.y.bitPattern),
+        UInt64(sample.z.bitPattern),
+    ]
+}
+
+@Suite("Row fast path against the reference parser")
+struct FastPathTests {
+    /// Every number the fast path takes is the number scanNumber scans, converted to the same
+    /// Double bit for bit and to the same nanoseconds; and it takes nearly all plain ones.
+    @Test func fastNumbersMatchTheReference() {
+        var random = SplitMix(state: 12)
+        var taken = 0
+        let total = 100_000
+        for _ in 0..<total {
+            let cell = randomCell(&random)
+            let terminator = [",", "\n", "\r\n", ";", ""][Int.random(in: 0..<5, using: &random)]
+            let text = cell + terminator + "9"
+            withPadded(text) { p, count in
+                let cellEnd = cell.utf8.count
+                let reference = scanNumber(p, from: 0, to: cellEnd)
+                let referenceValid = reference.hasDigits && reference.next == cellEnd
+                for endsLine in [false, true] {
+                    // The row parser's view: a line (count = cell) or the buffer (count = all).
+                    for limit in [cellEnd, count] {
+                        var i = 0
+                        guard let fast = scanPlainCell(p, &i, limit, UInt8(ascii: ","), endsLine: endsLine)
+                        else { continue }
+                        // Without a terminator, the buffer holds more digits after the cell.
+                        if limit == count && terminator.isEmpty { continue }
+                        #expect(referenceValid, "fast path took '\(cell)', the reference did not")
+                        #expect(i == cellEnd, "'\(cell)': ended at \(i), not \(cellEnd)")
+                        let decimal = reference.number
+                        #expect(fast.decimal.negative == decimal.negative, "'\(cell)'")
+                        #expect(fast.decimal.mantissa == decimal.mantissa, "'\(cell)'")
+                        #expect(fast.decimal.exponent == decimal.exponent, "'\(cell)'")
+                        #expect(
+                            fast.doubleValue.bitPattern == decimal.doubleValue.bitPattern,
+                            "'\(cell)': \(fast.doubleValue) vs \(decimal.doubleValue)")
+                        for shift in [0, 6, 9] {
+                            #expect(
+                                fast.decimal.scaledInt64(shift: shift) == decimal.scaledInt64(shift: shift))
+                        }
+                        if limit == cellEnd && !endsLine { taken += 1 }
+                    }
+                }
+            }
+        }
+        // The property is not empty: most random cells are plain decimals the fast path takes.
+        #expect(taken > total / 2, "the fast path took only \(taken) of \(total) cells")
+    }
+
+    /// Edge cases by hand: zeros, signs, 19 and 20 digits, 2^53 and beyond, 8-byte words.
+    @Test(arguments: [
+        "0", "-0", "-0.0", "0.000", "5.", ".5", "-.5", "12345678", "-1234567", "-12345678", "1234567.1234567",
+        "0.12345678", "-0.12345678", "9999999999999999999", "1999999999999999999.", "99999999999999999999",
+        "9007199254740993", "9007199254740992.5", "18446744073709551615", "00000000000000000001",
+        "0.0000000000000000001", "1711795430071476200", "-9223372036854775808", "9223372036854775807",
+    ])
+    func edgeCasesMatchTheReference(cell: String) {
+        withPadded(cell + ",") { p, _ in
+            let count = cell.utf8.count
+            let reference = scanNumber(p, from: 0, to: count)
+            var i = 0
+            guard let fast = scanPlainCell(p, &i, count, UInt8(ascii: ","), endsLine: false) else {
+                // Left to the reference parser: only allowed for more than 19 digits.
+                #expect(cell.filter(\.isNumber).count > 19 || !reference.hasDigits, "'\(cell)' not taken")
+                return
+            }
+            #expect(reference.hasDigits && reference.next == count)
+            #expect(fast.decimal.mantissa == reference.number.mantissa)
+            #expect(fast.decimal.exponent == reference.number.exponent)
+            #expect(fast.decimal.negative == reference.number.negative)
+            #expect(fast.doubleValue.bitPattern == reference.number.doubleValue.bitPattern)
+        }
+    }
+
+    /// Whole rows: whatever the fast path yields, parseRow yields too, bit for bit, and the
+    /// buffer variant takes exactly the line and its ending.
+    @Test func fastRowsMatchParseRow() {
+        var random = SplitMix(state: 34)
+        let layouts: [RowLayout] = [
+            RowLayout(
+                separator: 44, timeColumn: 0, xColumn: 1, yColumn: 2, zColumn: 3, lastColumn: 3, timeShift: 6,
+                perG: 8192, columnNames: []),
+            RowLayout(
+                separator: 44, timeColumn: 0, xColumn: 2, yColumn: 3, zColumn: 4, lastColumn: 4, timeShift: 0,
+                perG: standardGravity, columnNames: []),
+            RowLayout(
+                separator: 59, timeColumn: 1, xColumn: 4, yColumn: 3, zColumn: 2, lastColumn: 4, timeShift: 9,
+                perG: 1, columnNames: []),
+        ]
+        var taken = 0
+        for round in 0..<30_000 {
+            let layout = layouts[round % layouts.count]
+            guard let plan = FastRowPlan(layout) else {
+                Issue.record("no plan")
+                return
+            }
+            let separator = String(UnicodeScalar(layout.separator))
+            var cells = (0..<Int.random(in: 3...7, using: &random)).map { _ in randomCell(&random) }
+            if Int.random(in: 0..<10, using: &random) == 0 { cells[1] = "\"a\(separator)b\"" }
+            let line = cells.joined(separator: separator)
+            let ending = ["\n", "\r\n", "\r", ""][Int.random(in: 0..<4, using: &random)]
+            let text = line + ending + "1" + separator + "2\n"
+            withPadded(text) { p, available in
+                var lineCount = line.utf8.count
+                if ending == "\r" { lineCount += 1 }  // a lone CR is not a line ending
+                let reference = parseRow(p, lineCount, layout)
+                if let fast = parsePlainRow(p, lineCount, plan) {
+                    guard case .sample(let sample) = reference else {
+                        Issue.record("fast path took '\(line)', parseRow did not")
+                        return
+                    }
+                    #expect(bits(fast) == bits(sample), "'\(line)'")
+                    taken += 1
+                }
+                // The buffer variant finds the line itself: compare with the line the reader
+                // would have found (up to the first LF, one CR before it dropped).
+                let all = Array(text.utf8)
+                let newline = all.firstIndex(of: 10) ?? all.count
+                var realCount = newline
+                if realCount > 0 && all[realCount - 1] == 13 { realCount -= 1 }
+                if let (fast, used) = parsePlainLine(p, available, plan) {
+                    guard case .sample(let sample) = parseRow(p, realCount, layout) else {
+                        Issue.record("fast line path took '\(text.debugDescription)', parseRow did not")
+                        return
+                    }
+                    #expect(bits(fast) == bits(sample), "'\(text.debugDescription)'")
+                    #expect(used == newline + 1, "'\(text.debugDescription)'")
+                }
+            }
+        }
+        #expect(taken > 1000, "the fast path took only \(taken) rows")
+    }
+
+    /// Every recording in ../shared/data and every format sample reads the same with and
+    /// without the fast path: samples bit for bit, skipped rows, the error.
+    @Test(.enabled(if: sharedDataAvailable, "../shared/data not present"))
+    func recordingsReadTheSameWithoutTheFastPath() throws {
+        let files =
+            FileManager.default.enumerator(atPath: sharedData.path)?
+            .compactMap { $0 as? String }
+            .filter { $0.hasSuffix(".csv") && !$0.contains("manifest") }
+            .sorted() ?? []
+        #expect(files.count > 70)
+        for file in files {
+            let path = sharedData.appendingPathComponent(file).path
+            // skipBadRows matters for the format samples, which have bad rows.
+            for skip in file.hasPrefix("formats/") ? [false, true] : [false] {
+                var fast = RecordingReader.Options(skipBadRows: skip)
+                fast.bufferSize = 4096  // refills in the middle of rows as well
+                var slow = fast
+                slow.rowFastPath = false
+                #expect(read(path, fast) == read(path, slow), "\(file), skipBadRows \(skip)")
+            }
+        }
+    }
+
+    /// Rows that the fast path must leave to parseRow, read both ways, with tiny reads.
+    @Test func awkwardFilesReadTheSameWithoutTheFastPath() throws {
+        let texts = [
+            "Time (ms),X,Y,Z\n85,917,-1278,-8159\r\n165,769,-1132\n245,1,2,3,4,5\n300,1,2,3\r",
+            "Time (ms),X,Y,Z\n85,917,-1278,-8159\n80,1,2,3\n",
+            "Time (ms),X,Y,Z\n85,917,-1278,-8159\n\n  \n90,1e3,2,3\n95, 1,2,3\n99,1,2,\n",
+            "111642863984128,3,3.8534677,8.962694,1.8866309\r\n111642867425295,\"3,4\",-0.12345678,8.9,1.9",
+            "time_s,x_g,y_g,z_g\n0.000000000,0.1,-0.98765,1e-05\n0.010000000,99999999999999999999,-0.9,0.0\n",
+            "Time (ms),X,Y,Z\n12345678,1,2,3\n123456789,-12345678,0.5,.5\n123456790,-0.,5.,-.0\n",
+        ]
+        for text in texts {
+            for skip in [false, true] {
+                for maximumRead in [1, 3, 7, 1000] {
+                    var fast = RecordingReader.Options(skipBadRows: skip)
+                    fast.maximumRead = maximumRead
+                    var slow = fast
+                    slow.rowFastPath = false
+                    #expect(
+                        readBytes(Array(text.utf8), fast) == readBytes(Array(text.utf8), slow),
+                        "\(text.debugDescription), skipBadRows \(skip), reads of \(maximumRead)")
+                }
+            }
+        }
+    }
+}
+
+private struct Outcome: Equatable {
+    /// Each sample's bits and the line number the reader gives after it.
+    var samples: [[UInt64]] = []
+    var error: String?
+    var skipped = ""
+    var bytes = 0
+}
+
+private func read(_ path: String, _ options: RecordingReader.Options) -> Outcome {
+    var outcome = Outcome()
+    do {
+        var reader = try RecordingReader(path: path, options: options)
+        defer {
+            outcome.skipped = reader.skipped.description
+            outcome.bytes = reader.bytesRead
+        }
+        do {
+            while let sample = try reader.next() {
+                outcome.samples.append(bits(sample) + [UInt64(reader.line)])
+            }
+        } catch {
+            outcome.error = error.description
+        }
+    } catch {
+        outcome.error = error.description
+    }
+    return outcome
+}
+
+private func readBytes(_ bytes: [UInt8], _ options: RecordingReader.Options) -> Outcome {
+    var outcome = Outcome()
+    do {
+        var reader = try RecordingReader(bytes: bytes, name: "walk.csv", options: options)
+        defer {
+            outcome.skipped = reader.skipped.description
+            outcome.bytes = reader.bytesRead
+        }
+        do {
+            while let sample = try reader.next() {
+                outcome.samples.append(bits(sample) + [UInt64(reader.line)])
+            }
+        } catch {
+            outcome.error = error.description
+        }
+    } catch {
+        outcome.error = error.description
+    }
+    return outcome
+}
