@@ -89,7 +89,10 @@ for section in "${sections[@]}"; do
         # (/usr/bin/time). Root and ../shared/tools/fake-iio.sh; STEPGATE_LIVE_SECONDS (default
         # 120) each.
         fake="$root/../shared/tools/fake-iio.sh"
-        if [ "$(id -u)" != 0 ] || [ ! -x "$fake" ]; then echo "skipped live: needs root and $fake" >&2; continue; fi
+        if [ "$(id -u)" != 0 ] || [ ! -x "$fake" ] || [ ! -x /usr/bin/time ]; then
+            echo "skipped live: needs root, $fake and /usr/bin/time (Debian package time)" >&2
+            continue
+        fi
         seconds="${STEPGATE_LIVE_SECONDS:-120}"
         export FAKE_IIO_STATE="$work/iio"
         "$fake" up --odr 100 >&2
@@ -103,6 +106,10 @@ for section in "${sections[@]}"; do
             -e "s|\"walk-front-pocket-303.csv\"|\"$root/samples/walk-front-pocket-303.csv\"|" \
             samples/try-daemon.json > "$work/try-daemon.json"
         mkdir -p "$work/try"
+        # A whole replay of the largest watch log of the set (read ahead on a second thread).
+        replayed=samples/walk-front-pocket-303.csv
+        [ -f "$data/bangle-wrist/uncontrolled/10134.csv" ] && replayed="$data/bangle-wrist/uncontrolled/10134.csv"
+        /usr/bin/time -f '%e %U %S %M' -o "$work/replay.time" "$stepgate" replay "$replayed" >/dev/null
         /usr/bin/time -f '%e %U %S %M' -o "$work/daemon.time" \
             timeout -s INT "$seconds" "$stepgate" daemon --config "$work/try-daemon.json" >/dev/null 2>&1 || true
         row() { # row LABEL TIMEFILE: CPU share of one core and peak resident memory
@@ -114,6 +121,7 @@ for section in "${sections[@]}"; do
             echo "|---|---:|---:|"
             row "\`stepgate run\` at 100 Hz, emulated LIS3DH through the real libiio ($(grep -c '"event":"step"' "$work/run.out" || true) steps)" "$work/run.time"
             row "\`stepgate daemon\` on \`samples/try-daemon.json\` (the pocket walk replayed at 5 ×, 211 Hz)" "$work/daemon.time"
+            tail -n 1 "$work/replay.time" | awk -v file="$replayed" '{ printf "| `stepgate replay %s`, whole process (%.3f s) | | %.1f MiB (%d KiB) |\n", file, $1, $4 / 1024, $4 }'
         } > "$work/live.md"
         splice live "$work/live.md"
         ;;

@@ -156,23 +156,16 @@ struct Bench: Command {
                 figures.add("replay_whole_process_ms", whole.replay, decimals: 2)
                 figures.add("wc_l_ms", whole.wc, decimals: 2)
                 figures.add("replay_over_wc_l", whole.replay / whole.wc, decimals: 1)
-                figures.add("replay_peak_resident_mib", whole.peakKiB / 1024, decimals: 1)
                 rows.append(
                     (
                         "`stepgate replay` of `\(largest)`, whole process (× `wc -l` on it, same run)",
                         "\(formatFixed(whole.replay, decimals: 1)) ms (\(formatFixed(whole.replay / whole.wc, decimals: 1)) ×)"
                     ))
-                rows.append(
-                    (
-                        "`stepgate replay` of `\(largest)`, whole process: peak resident memory",
-                        "\(formatFixed(whole.peakKiB / 1024, decimals: 1)) MiB"
-                    ))
                 if !json {
                     out.line(
                         "replay \(largest) as a whole 'stepgate replay' process, median of \(processRuns): "
                             + "\(formatFixed(whole.replay, decimals: 2)) ms; 'wc -l' on it: "
-                            + "\(formatFixed(whole.wc, decimals: 2)) ms; ratio \(formatFixed(whole.replay / whole.wc, decimals: 1)) ×; "
-                            + "peak resident memory \(formatFixed(whole.peakKiB / 1024, decimals: 1)) MiB"
+                            + "\(formatFixed(whole.wc, decimals: 2)) ms; ratio \(formatFixed(whole.replay / whole.wc, decimals: 1)) ×"
                     )
                 }
             }
@@ -348,16 +341,12 @@ struct Bench: Command {
 
     /// Spawns `argv` with standard output and error on /dev/null and waits for it; the wall
     /// time in milliseconds, or `nil` when it could not start or failed.
-    static func spawnMilliseconds(_ argv: [String]) -> Double? { spawnMeasured(argv)?.milliseconds }
-
-    /// As ``spawnMilliseconds(_:)``, with the child's peak resident memory (`ru_maxrss`, KiB).
-    static func spawnMeasured(_ argv: [String]) -> (milliseconds: Double, peakKiB: Int)? {
+    static func spawnMilliseconds(_ argv: [String]) -> Double? {
         guard let child = spawn(argv) else { return nil }
         var status: Int32 = 0
-        var usage = rusage()
-        while wait4(child.pid, &status, 0, &usage) < 0 && errno == EINTR {}
+        while waitpid(child.pid, &status, 0) < 0 && errno == EINTR {}
         let elapsed = nanoseconds(ContinuousClock.now - child.start) / 1e6
-        return status == 0 ? (elapsed, usage.ru_maxrss) : nil
+        return status == 0 ? elapsed : nil
     }
 
     /// Starts `argv` with standard output and error on /dev/null.
@@ -378,20 +367,18 @@ struct Bench: Command {
     /// `stepgate replay FILE` and `wc -l FILE` as whole processes, alternating so drift in the
     /// machine's load touches both alike; the medians of `runs` each, in milliseconds.
     static func wholeProcess(_ executable: String, file: String, runs: Int) throws -> (
-        replay: Double, wc: Double, peakKiB: Double
+        replay: Double, wc: Double
     )? {
         let candidates: [String] = ["/usr/bin/wc", "/bin/wc"]
         let wc = candidates.first { access($0, X_OK) == 0 }
         var replay: [Double] = []
         var counting: [Double] = []
-        var peak: [Double] = []
         for _ in 0..<runs {
-            guard let run = spawnMeasured([executable, "replay", file]) else { return nil }
-            replay.append(run.milliseconds)
-            peak.append(Double(run.peakKiB))
+            guard let time = spawnMilliseconds([executable, "replay", file]) else { return nil }
+            replay.append(time)
             if let wc, let time = spawnMilliseconds([wc, "-l", file]) { counting.append(time) }
         }
-        return (median(replay), median(counting), median(peak))
+        return (median(replay), median(counting))
     }
 
     /// Process start to the moment `stepgate replay` opens its file (the first read follows at
