@@ -17,9 +17,11 @@ struct ReadAhead: ~Copyable {
     static let batchSize = 4096
     static let slotCount = 4
 
-    /// What one slot carries from the reader to the counter.
+    /// What one slot carries from the reader to the counter: up to ``batchSize`` samples in
+    /// memory of its own (no array, so no uniqueness or capacity check per sample).
     struct Slot {
-        var samples: [AccelerationSample] = []
+        let samples = UnsafeMutablePointer<AccelerationSample>.allocate(capacity: ReadAhead.batchSize)
+        var count = 0
         var bytesRead = 0
         /// Set on the last slot: how reading ended.
         var end: Result<SkippedRows, RecordingError>?
@@ -62,8 +64,8 @@ struct ReadAhead: ~Copyable {
         while true {
             let slot = shared.slots + taken % Self.slotCount
             taken += 1
-            while sem_wait(shared.full) != 0 {}  // EINTR
-            slot.pointee.samples.withUnsafeBufferPointer { body($0, slot.pointee.bytesRead) }
+            ReadAhead.wait(shared.full)
+            body(UnsafeBufferPointer(start: slot.pointee.samples, count: slot.pointee.count), slot.pointee.bytesRead)
             if let end = slot.pointee.end {
                 join()
                 switch end {
@@ -73,6 +75,14 @@ struct ReadAhead: ~Copyable {
             }
             sem_post(shared.free)
         }
+    }
+
+    /// Takes one count of `semaphore`: first by trying for a moment without sleeping, since the
+    /// other thread is usually about to post (sleeping and being woken cost tens of
+    /// microseconds each on a virtual machine, a dozen times over a replay), then by waiting.
+    static func wait(_ semaphore: UnsafeMutablePointer<sem_t>) {
+        for _ in 0..<2000 where sem_trywait(semaphore) == 0 { return }
+        while sem_wait(semaphore) != 0 {}  // EINTR
     }
 
     private mutating func join() {
@@ -93,7 +103,9 @@ struct ReadAhead: ~Copyable {
     /// The state both threads reach: the ring, the semaphores and the reader (touched only by
     /// the reading thread until it ends).
     private final class Shared: @unchecked Sendable {
-        var reader: RecordingReader
+        /// Taken by the reading thread when it starts: a class's stored `var` is checked for
+        /// exclusive access at every use, which per sample cost 7 % of a replay.
+        var reader: RecordingReader?
         let slots: UnsafeMutablePointer<Slot>
         let free: UnsafeMutablePointer<sem_t>
         let full: UnsafeMutablePointer<sem_t>
@@ -102,7 +114,7 @@ struct ReadAhead: ~Copyable {
         init(_ reader: consuming RecordingReader) {
             self.reader = reader
             slots = .allocate(capacity: ReadAhead.slotCount)
-            slots.initialize(repeating: Slot(), count: ReadAhead.slotCount)
+            for i in 0..<ReadAhead.slotCount { (slots + i).initialize(to: Slot()) }  // each its own memory
             free = .allocate(capacity: 1)
             full = .allocate(capacity: 1)
             sem_init(free, 0, UInt32(ReadAhead.slotCount))
@@ -111,25 +123,28 @@ struct ReadAhead: ~Copyable {
 
         /// The reading thread: fills slot after slot until the file ends or fails.
         func read() {
+            guard var reader = reader.take() else { return }
             var index = 0
             while true {
-                while sem_wait(free) != 0 {}  // EINTR
+                ReadAhead.wait(free)
                 if stop.load(ordering: .relaxed) { return }
                 let slot = slots + index % ReadAhead.slotCount
                 index += 1
-                slot.pointee.samples.removeAll(keepingCapacity: true)
-                slot.pointee.samples.reserveCapacity(ReadAhead.batchSize)
+                let samples = slot.pointee.samples
+                var count = 0
                 do throws(RecordingError) {
-                    while slot.pointee.samples.count < ReadAhead.batchSize {
+                    while count < ReadAhead.batchSize {
                         guard let sample = try reader.next() else {
                             slot.pointee.end = .success(reader.skipped)
                             break
                         }
-                        slot.pointee.samples.append(sample)
+                        (samples + count).initialize(to: sample)
+                        count += 1
                     }
                 } catch {
                     slot.pointee.end = .failure(error)
                 }
+                slot.pointee.count = count
                 slot.pointee.bytesRead = reader.bytesRead
                 let last = slot.pointee.end != nil
                 sem_post(full)
@@ -138,6 +153,7 @@ struct ReadAhead: ~Copyable {
         }
 
         deinit {
+            for i in 0..<ReadAhead.slotCount { slots[i].samples.deallocate() }
             slots.deinitialize(count: ReadAhead.slotCount)
             slots.deallocate()
             sem_destroy(free)
