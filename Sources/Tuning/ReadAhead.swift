@@ -65,7 +65,9 @@ struct ReadAhead: ~Copyable {
             let slot = shared.slots + taken % Self.slotCount
             taken += 1
             ReadAhead.wait(shared.full)
-            body(UnsafeBufferPointer(start: slot.pointee.samples, count: slot.pointee.count), slot.pointee.bytesRead)
+            body(
+                UnsafeBufferPointer(start: slot.pointee.samples, count: slot.pointee.count),
+                slot.pointee.bytesRead)
             if let end = slot.pointee.end {
                 join()
                 switch end {
