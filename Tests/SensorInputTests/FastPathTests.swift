@@ -245,30 +245,21 @@ private struct Outcome: Equatable {
 }
 
 private func read(_ path: String, _ options: RecordingReader.Options) -> Outcome {
-    var outcome = Outcome()
-    do {
-        var reader = try RecordingReader(path: path, options: options)
-        defer {
-            outcome.skipped = reader.skipped.description
-            outcome.bytes = reader.bytesRead
-        }
-        do {
-            while let sample = try reader.next() {
-                outcome.samples.append(bits(sample) + [UInt64(reader.line)])
-            }
-        } catch {
-            outcome.error = error.description
-        }
-    } catch {
-        outcome.error = error.description
-    }
-    return outcome
+    outcome { () throws(RecordingError) in try RecordingReader(path: path, options: options) }
 }
 
 private func readBytes(_ bytes: [UInt8], _ options: RecordingReader.Options) -> Outcome {
+    outcome { () throws(RecordingError) in
+        try RecordingReader(bytes: bytes, name: "walk.csv", options: options)
+    }
+}
+
+/// Everything a reader made by `open` gives: each sample's bits and line, the rows skipped, the
+/// bytes read, and the error it stopped at.
+private func outcome(_ open: () throws(RecordingError) -> RecordingReader) -> Outcome {
     var outcome = Outcome()
     do {
-        var reader = try RecordingReader(bytes: bytes, name: "walk.csv", options: options)
+        var reader = try open()
         defer {
             outcome.skipped = reader.skipped.description
             outcome.bytes = reader.bytesRead
