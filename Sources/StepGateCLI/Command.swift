@@ -13,9 +13,9 @@ public protocol Command: SendableMetatype {
 }
 
 /// A command that needs no concurrency: `stepgate` runs it on the main thread before the
-/// concurrency runtime starts any thread (``StepGate/runSynchronously(_:)``), so a replay pays
-/// for no thread start-up and no hop between threads, which on a loaded machine can cost
-/// more than the replay itself.
+/// concurrency runtime starts any thread (``StepGate/runSynchronously(_:)``), so a replay, a
+/// control command or a launcher's `stepgate exec` pays for no thread start-up and no hop
+/// between threads, which on a loaded machine can cost more than the command itself.
 protocol SynchronousCommand: Command {
     mutating func runSynchronously() throws
 }

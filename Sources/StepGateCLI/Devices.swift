@@ -4,7 +4,7 @@ import StepGateDaemon
 
 /// `stepgate devices`: lists the IIO accelerometers libiio can see, with what StepGate needs
 /// to know about each.
-struct Devices: Command {
+struct Devices: SynchronousCommand {
     static let configuration = CommandConfiguration(
         commandName: "devices",
         abstract: "List the IIO accelerometers and their channels, rates, trigger and mount matrix.",
@@ -30,7 +30,7 @@ struct Devices: Command {
         json = arguments.flag("json")
     }
 
-    func run() async throws {
+    func runSynchronously() throws {
         let devices = try IIODeviceInfo.list(uri: uri)
         let out = StandardOutput()
         defer { out.flush() }

@@ -315,7 +315,7 @@ extension String {
 }
 
 /// `stepgate completions SHELL`: prints the completion script for a shell.
-struct Completions: Command {
+struct Completions: SynchronousCommand {
     static let configuration = CommandConfiguration(
         commandName: "completions",
         abstract: "Print the shell completion script for bash, zsh or fish.",
@@ -340,7 +340,7 @@ struct Completions: Command {
         self.shell = shell
     }
 
-    func run() async throws {
+    func runSynchronously() throws {
         print(Documentation.completion(for: shell) ?? "", terminator: "")
     }
 }

@@ -6,7 +6,7 @@ import StepGateDaemon
 
 /// `stepgate exec -- CMD…`: a launch guard that shows the shield screen instead of starting a
 /// shielded program.
-struct ExecGuard: Command {
+struct ExecGuard: SynchronousCommand {
     static let configuration = CommandConfiguration(
         commandName: "exec",
         abstract: "Start a program unless it is shielded; show the shield screen (exit 126) if it is.",
@@ -31,7 +31,7 @@ struct ExecGuard: Command {
         socket = arguments.value("socket") ?? ControlDefaults.socket
     }
 
-    func run() async throws {
+    func runSynchronously() throws {
         let program = command[0]
         let path = program.contains("/") ? program : CommandRunner().resolve(program) ?? program
         let answer: CheckReply

@@ -7,7 +7,7 @@ import UnlockPolicy
 
 /// `stepgate history`: steps per hour, day or week, from the daemon (any local user may ask) or
 /// from a step history file.
-struct History: Command {
+struct History: SynchronousCommand {
     static let configuration = CommandConfiguration(
         commandName: "history",
         abstract: "Show steps per hour, day or week for up to 400 days (any local user may ask).",
@@ -67,7 +67,7 @@ struct History: Command {
         svg = arguments.value("svg")
     }
 
-    func run() async throws {
+    func runSynchronously() throws {
         let report: HistoryReport
         if let ledger {
             // Only read: a viewer never moves a file aside (the daemon and `run` do).

@@ -10,7 +10,7 @@ import UnlockPolicy
 /// removal (the daemon keeps its shields across a restart on purpose, so stopping it is not
 /// enough): the runtime masks of shielded systemd units, the managed block in the domains file
 /// and its reserve file, the browsers' DNS-over-HTTPS policies and the nftables table.
-struct LiftShields: Command {
+struct LiftShields: SynchronousCommand {
     static let configuration = CommandConfiguration(
         commandName: "lift-shields",
         abstract: "Lift every shield a stopped daemon left in force (used when the package is removed).",
@@ -41,7 +41,7 @@ struct LiftShields: Command {
         configPath = arguments.value("config") ?? Self.defaultConfig
     }
 
-    func run() async throws {
+    func runSynchronously() throws {
         var problems: [String] = []
         let settings: Settings
         do {

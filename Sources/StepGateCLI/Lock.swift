@@ -2,7 +2,7 @@ import Formatting
 import StepGateDaemon
 
 /// `stepgate lock`: a manual timed lock.
-struct Lock: Command {
+struct Lock: SynchronousCommand {
     static let configuration = CommandConfiguration(
         commandName: "lock",
         abstract: "Shield a store now for a while (\"lock for 2 hours\"); root or the admin group.",
@@ -33,7 +33,7 @@ struct Lock: Command {
         json = arguments.flag("json")
     }
 
-    func run() async throws {
+    func runSynchronously() throws {
         try sendControl(.lock(store: store, minutes: minutes), socket: socket, json: json)
     }
 }

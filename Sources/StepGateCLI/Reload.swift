@@ -2,7 +2,7 @@ import Formatting
 import StepGateDaemon
 
 /// `stepgate reload`: re-read the daemon's configuration.
-struct Reload: Command {
+struct Reload: SynchronousCommand {
     static let configuration = CommandConfiguration(
         commandName: "reload",
         abstract: "Make the daemon re-read its configuration (kept if invalid); root or the admin group.",
@@ -20,7 +20,7 @@ struct Reload: Command {
         json = arguments.flag("json")
     }
 
-    func run() async throws {
+    func runSynchronously() throws {
         try sendControl(.reload, socket: socket, json: json)
     }
 }

@@ -2,7 +2,7 @@ import Formatting
 import StepGateDaemon
 
 /// `stepgate skip`: mark one occurrence of a schedule as done ("skip tonight only").
-struct Skip: Command {
+struct Skip: SynchronousCommand {
     static let configuration = CommandConfiguration(
         commandName: "skip",
         abstract: "Skip one occurrence of a schedule (tonight's, by default); root or the admin group.",
@@ -28,7 +28,7 @@ struct Skip: Command {
         json = arguments.flag("json")
     }
 
-    func run() async throws {
+    func runSynchronously() throws {
         try sendControl(.skip(schedule: schedule, occurrence: occurrence), socket: socket, json: json)
     }
 }

@@ -4,7 +4,7 @@ import StepGateDaemon
 import UnlockPolicy
 
 /// `stepgate status`: what the daemon enforces now.
-struct Status: Command {
+struct Status: SynchronousCommand {
     static let configuration = CommandConfiguration(
         commandName: "status",
         abstract: "Show steps, goals, what is shielded and until when (any local user may ask).",
@@ -22,7 +22,7 @@ struct Status: Command {
         json = arguments.flag("json")
     }
 
-    func run() async throws {
+    func runSynchronously() throws {
         let answer = try ControlClient.send(.status, socket: socket)
         if json { print(visibleJSON(answer.json)) }
         let reply = answer.reply

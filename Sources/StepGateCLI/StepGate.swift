@@ -25,9 +25,15 @@ public enum StepGate {
         commands.first { $0.name == name }?.type
     }
 
-    /// The commands ``runSynchronously(_:)`` runs (each is in ``commands`` as well;
-    /// `CommandLineTests` checks this list has every ``SynchronousCommand`` of it).
-    static let synchronousCommands: [any SynchronousCommand.Type] = [Replay.self, Config.self]
+    /// The commands ``runSynchronously(_:)`` runs, by name, in ``commands``' order
+    /// (`StartupPathTests` checks this list has every ``SynchronousCommand`` of it, and no other).
+    static let synchronousCommands: [(name: String, type: any SynchronousCommand.Type)] = [
+        ("replay", Replay.self), ("devices", Devices.self), ("status", Status.self),
+        ("history", History.self),
+        ("lock", Lock.self), ("skip", Skip.self), ("unlock", Unlock.self), ("reload", Reload.self),
+        ("exec", ExecGuard.self), ("config", Config.self), ("completions", Completions.self),
+        ("lift-shields", LiftShields.self),
+    ]
 
     /// What StepGate is, for `--help` and the manual page.
     static let overview =
@@ -105,11 +111,11 @@ public enum StepGate {
     /// ``SynchronousCommand`` (such as `replay`); the exit status, or `nil` for any other
     /// command, which ``main()`` runs.
     public static func runSynchronously(_ arguments: [String]) -> Int32? {
-        // Only the synchronous commands' configurations are built (each builds its help text), and
-        // no dynamic cast to the protocol: its first use scans every protocol conformance in the
-        // executable.
-        guard let first = arguments.first, !first.hasPrefix("-"),
-            let type = synchronousCommands.first(where: { $0.configuration.commandName == first })
+        // Found by name: only this command's configuration is built (each builds its help text),
+        // and no dynamic cast to the protocol (its first use scans every protocol conformance in
+        // the executable).
+        guard let first = arguments.first,
+            let type = synchronousCommands.first(where: { $0.name == first })?.type
         else { return nil }
         let configuration = type.configuration
         do {

@@ -2,7 +2,7 @@ import Formatting
 import StepGateDaemon
 
 /// `stepgate unlock --emergency`: the audited, limited emergency unlock.
-struct Unlock: Command {
+struct Unlock: SynchronousCommand {
     static let configuration = CommandConfiguration(
         commandName: "unlock",
         abstract: "Emergency-unlock a store (limited per week, recorded); root or the admin group.",
@@ -29,7 +29,7 @@ struct Unlock: Command {
         json = arguments.flag("json")
     }
 
-    func run() async throws {
+    func runSynchronously() throws {
         try sendControl(.emergency(store: store), socket: socket, json: json)
     }
 }

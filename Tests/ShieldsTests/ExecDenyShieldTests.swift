@@ -305,7 +305,7 @@ struct ExecDenyShieldTests {
         // terminate: the gated user's program ends; root's runs on.
         let played = try start()
         let rootCopy = try start(asNobody: false)
-        defer { kill(rootCopy.processIdentifier, SIGKILL) }
+        defer { if rootCopy.isRunning { kill(rootCopy.processIdentifier, SIGKILL) } }
         try shield.apply(target, context: ShieldContext(store: "t"))
         played.waitUntilExit()
         #expect(played.terminationReason == .uncaughtSignal)
@@ -314,7 +314,7 @@ struct ExecDenyShieldTests {
 
         // stop: stopped while shielded (again at each recheck), resumed at unlock.
         let stopped = try start()
-        defer { kill(stopped.processIdentifier, SIGKILL) }
+        defer { if stopped.isRunning { kill(stopped.processIdentifier, SIGKILL) } }
         try shield.apply(target, context: ShieldContext(store: "s"))
         #expect(state(stopped, awaiting: "T") == "T")
         kill(stopped.processIdentifier, SIGCONT)  // the user resumes it...
@@ -327,7 +327,7 @@ struct ExecDenyShieldTests {
 
         // leave: runs on.
         let left = try start()
-        defer { kill(left.processIdentifier, SIGKILL) }
+        defer { if left.isRunning { kill(left.processIdentifier, SIGKILL) } }
         try shield.apply(target, context: ShieldContext(store: "l"))
         usleep(400_000)
         #expect(left.isRunning && state(left) != "T")

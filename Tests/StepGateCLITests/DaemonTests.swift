@@ -81,8 +81,12 @@ final class TestDaemon {
         ((try? String(contentsOfFile: hosts, encoding: .utf8)) ?? "").contains("0.0.0.0 example.com")
     }
 
+    /// Sends `signal` to the daemon if it still runs, and waits for it to end. Never to a daemon
+    /// already reaped: its pid may by then be another test's process (pids wrap at 32,768 here,
+    /// and the shield suites start thousands), and a stray SIGTERM from a second `kill` in a
+    /// test's `defer` ended another test's launch (status 15 in `ShieldScreenTests`).
     func kill(_ signal: Int32) {
-        Glibc.kill(process.processIdentifier, signal)
+        if process.isRunning { Glibc.kill(process.processIdentifier, signal) }
         process.waitUntilExit()
     }
 }

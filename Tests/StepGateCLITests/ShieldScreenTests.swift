@@ -98,9 +98,8 @@ struct ShieldScreenTests {
         for _ in 0..<300 where seen().isEmpty { usleep(10_000) }
         usleep(3_200_000)  // past the rate limit (2 s) of the first phase's notice
         for _ in 0..<5 {
-            // 126: the shell could not execute the game. Anything else is worth its number: a
-            // launch killed by a signal (128 + N) would point at another test's reaper acting on
-            // nobody's processes, 0 at a launch that was let through.
+            // 126: the shell could not execute the game. Anything else is worth its number (a
+            // stray SIGTERM to a reused pid showed as 15 once: see TestDaemon.kill).
             let status = try launchAsNobody().status
             #expect(status == 126, "a launch in the second phase ended with status \(status)")
         }

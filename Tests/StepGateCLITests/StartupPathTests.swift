@@ -12,7 +12,10 @@ struct StartupPathTests {
             if type is any SynchronousCommand.Type { listed.append(name) }
         }
         var fast: [String] = []
-        for type in StepGate.synchronousCommands { fast.append(type.configuration.commandName) }
+        for (name, type) in StepGate.synchronousCommands {
+            #expect(name == type.configuration.commandName)
+            fast.append(name)
+        }
         #expect(fast == listed)
         #expect(!fast.isEmpty)
     }
