@@ -57,8 +57,15 @@ public struct PeakDetector: Sendable, Equatable {
     /// - Complexity: O(1), no allocation.
     @inlinable @inline(__always)
     public mutating func process(_ y: Float, time: Int64) -> Peak? {
+        process(y, time: time, holdingPeaks: holdsPeaks)
+    }
+
+    /// ``process(_:time:)`` with ``holdsPeaks`` given for this sample (not stored): the
+    /// detector knows it per period from its gate, without a store per period.
+    @inlinable @inline(__always)
+    public mutating func process(_ y: Float, time: Int64, holdingPeaks: Bool) -> Peak? {
         var result: Peak?
-        if let p = pending, !holdsPeaks || time &- p.time >= separation {
+        if let p = pending, !holdingPeaks || time &- p.time >= separation {
             result = p
             pending = nil
         }

@@ -18,6 +18,9 @@ public struct Resampler: Sendable, Equatable {
     @usableFromInline let inversePeriod: Double
     /// `period / 2`, the offset from a period's end to its centre.
     @usableFromInline let halfPeriod: Int64
+    /// The smallest span, as a `UInt64`, that breaks the timeline: `maximumGap + 1` (0 when
+    /// `maximumGap` is negative: every span does), so that a negative span breaks it too.
+    @usableFromInline let gapLimit: UInt64
 
     @usableFromInline var lastTime: Int64 = 0
     @usableFromInline var lastValue: Double = 0
@@ -38,6 +41,7 @@ public struct Resampler: Sendable, Equatable {
         inversePeriod = 1 / Double(period)
         halfPeriod = period / 2
         self.maximumGap = Int64((maximumGap * 1e9).rounded())
+        gapLimit = self.maximumGap < 0 ? 0 : UInt64(self.maximumGap) + 1
     }
 
     /// A completed output period: the mean value and the time of the period's centre.
@@ -65,7 +69,9 @@ public struct Resampler: Sendable, Equatable {
             return true
         }
         let span = time &- lastTime
-        if span < 0 || span > maximumGap {
+        // `span < 0 || span > maximumGap` in one comparison (a negative span is above
+        // `Int64.max` as a `UInt64`).
+        if UInt64(bitPattern: span) >= gapLimit {
             start(time: time, value: v)
             return false
         }

@@ -32,7 +32,11 @@ public struct SignalHistory: Sendable {
         deinit { base.deallocate() }
     }
 
-    @usableFromInline var ring = Ring()
+    @usableFromInline var ring: Ring
+    /// `ring.base`, kept here so that an append stores without a load through the ring. It
+    /// changes only with `ring` (``makeUnique()``); the memory is the ring's, whose lifetime
+    /// `ring` holds.
+    @usableFromInline nonisolated(unsafe) var base: UnsafeMutablePointer<Float>
     @usableFromInline var count = 0
     @usableFromInline let samplePeriod: Double
     @usableFromInline let window: Int
@@ -42,6 +46,8 @@ public struct SignalHistory: Sendable {
     ///   - window: Length of signal over which correlations are measured, in seconds.
     public init(sampleRate: Double, window: Double) {
         samplePeriod = 1e9 / sampleRate
+        ring = Ring()
+        base = ring.base
         self.window = max(1, Int((window * sampleRate).rounded()))
     }
 
@@ -64,7 +70,10 @@ public struct SignalHistory: Sendable {
     /// ``appendAssumingUnique(_:)``.
     @inlinable @inline(__always)
     public mutating func makeUnique() {
-        if !isKnownUniquelyReferenced(&ring) { ring = ring.copy() }
+        if !isKnownUniquelyReferenced(&ring) {
+            ring = ring.copy()
+            base = ring.base
+        }
     }
 
     /// Appends one sample to a ring known to be this history's own: after ``makeUnique()``,
@@ -73,8 +82,8 @@ public struct SignalHistory: Sendable {
     @inlinable @inline(__always)
     public mutating func appendAssumingUnique(_ y: Float) {
         let slot = count & 511
-        ring.base[slot] = y
-        ring.base[slot &+ 512] = y
+        base[slot] = y
+        base[slot &+ 512] = y
         count &+= 1
     }
 

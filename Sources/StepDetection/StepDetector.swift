@@ -187,13 +187,15 @@ public struct StepDetector: Sendable {
         _ onStep: (StepEvent) -> Void
     ) {
         let y = lowPass.process(highPassed)
+        let walking = gate.isWalking
         // Impacts matter only for confirming a walk: while one is followed the meter rests
         // (and keeps the walk's last two seconds for a resume).
-        if measuresImpact && !gate.isWalking { impact.add(raw: x, band: y, inputTime: inputTime) }
+        if measuresImpact && !walking { impact.add(raw: x, band: y, inputTime: inputTime) }
         lastFiltered = y
         if historyIsOwn { history.appendAssumingUnique(y) } else { history.append(y) }
-        peaks.holdsPeaks = !gate.isWalking
-        if let peak = peaks.process(y, time: time) { feedGate(peak, now: time, onStep) }
+        if let peak = peaks.process(y, time: time, holdingPeaks: !walking) {
+            feedGate(peak, now: time, onStep)
+        }
     }
 
     /// Hands a peak to the gate. Out of line: a peak comes every few periods, and inlined into
