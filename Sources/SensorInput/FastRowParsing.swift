@@ -415,19 +415,28 @@ func parsePlainRowOutlined(_ p: UnsafePointer<UInt8>, _ count: Int, _ plan: Fast
 /// ``digitRun(_:_:_:_:clamp:)`` without clamping: the caller's bytes end with a non-digit).
 @_transparent
 func scanIntegerCell(_ p: UnsafePointer<UInt8>, _ i: Int, _ separator: UInt8, endsLine: Bool = false)
-    -> (magnitude: UInt64, negative: Bool, digits: Int, end: Int)?
+    -> (magnitude: UInt64, negative: UInt64, digits: Int, end: Int)?
 {
     let word = UnsafeRawPointer(p + i).loadUnaligned(as: UInt64.self)
-    let negative = word & 0xFF == UInt64(UInt8(ascii: "-"))
+    // 1 for a "-", else 0, without a branch (signs are random: a branch would mispredict).
+    let negative = (((word & 0xFF) ^ UInt64(UInt8(ascii: "-"))) &- 1) &>> 63
     // The sign byte becomes a leading "0".
-    let unsigned = word ^ (negative ? UInt64(UInt8(ascii: "-") ^ UInt8(ascii: "0")) : 0)
+    let unsigned = word ^ (negative &* UInt64(UInt8(ascii: "-") ^ UInt8(ascii: "0")))
     let (value, length, after) = digitRun(p, i, i, unsigned, clamp: false)
-    let digits = length &- (negative ? 1 : 0)
+    let digits = length &- Int(truncatingIfNeeded: negative)
     guard
         digits > 0 && length < 16
             && (endsLine ? after == 10 || after == 13 : after == separator)
     else { return nil }
     return (value, negative, digits, i &+ length)
+}
+
+/// `Double(magnitude)` (below 2^53), negated when `negative` is 1: as ``PlainNumber``'s
+/// `doubleValue`, bit for bit ("-0" is -0.0), without a branch on the sign. The magnitude is
+/// converted as an Int64: one instruction instead of the several of a UInt64, the same Double.
+@_transparent
+func signedDouble(_ magnitude: UInt64, _ negative: UInt64) -> Double {
+    Double(bitPattern: Double(Int64(truncatingIfNeeded: magnitude)).bitPattern | negative &<< 63)
 }
 
 /// ``parsePlainLine(_:_:_:)`` for a row of four integer cells (time, x, y, z) and its line
@@ -454,12 +463,13 @@ func parseIntegerLine(_ p: UnsafePointer<UInt8>, _ plan: FastRowPlan) -> (
     }
     // At most 18 digits after scaling: no overflow. "-0" is 0, as scaledInt64 gives.
     let magnitude = Int64(truncatingIfNeeded: t.magnitude) &* plan.timeMultiplier
-    let time = t.negative ? 0 &- magnitude : magnitude
-    // As PlainNumber's doubleValue times the exact reciprocal, bit for bit ("-0" is -0.0).
+    let signMask = 0 &- Int64(truncatingIfNeeded: t.negative)
+    let time = (magnitude ^ signMask) &- signMask
+    // As PlainNumber's doubleValue times the exact reciprocal, bit for bit.
     guard let reciprocal = plan.exactReciprocal else { return nil }
-    let fx = Float(Double(x.magnitude) * (x.negative ? -1 : 1) * reciprocal)
-    let fy = Float(Double(y.magnitude) * (y.negative ? -1 : 1) * reciprocal)
-    let fz = Float(Double(z.magnitude) * (z.negative ? -1 : 1) * reciprocal)
+    let fx = Float(signedDouble(x.magnitude, x.negative) * reciprocal)
+    let fy = Float(signedDouble(y.magnitude, y.negative) * reciprocal)
+    let fz = Float(signedDouble(z.magnitude, z.negative) * reciprocal)
     guard fx.isFinite && fy.isFinite && fz.isFinite else { return nil }
     return (AccelerationSample(timestamp: time, x: fx, y: fy, z: fz), taken)
 }
