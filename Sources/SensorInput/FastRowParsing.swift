@@ -474,6 +474,14 @@ func parseIntegerLine(_ p: UnsafePointer<UInt8>, _ plan: FastRowPlan) -> (
     return (AccelerationSample(timestamp: time, x: fx, y: fy, z: fz), taken)
 }
 
+/// ``parseIntegerLine(_:_:)`` out of line, for the rows the reader samples to detect units.
+@inline(never)
+func parseIntegerLineOutlined(_ p: UnsafePointer<UInt8>, _ plan: FastRowPlan) -> (
+    sample: AccelerationSample, taken: Int
+)? {
+    parseIntegerLine(p, plan)
+}
+
 /// Parses plain rows one after the other from the `available` bytes at `p` (the unread part
 /// of the buffer) into `samples`, up to its size, while rows are plain and time does not go
 /// back (from `previousTime` on). Returns how many and the bytes they took, line endings
