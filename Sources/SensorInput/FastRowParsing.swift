@@ -31,6 +31,13 @@ struct FastRowPlan: Sendable {
     /// `1 / perG` when that is exact (perG a power of two: 1 for g, 8192 for Bangle counts);
     /// multiplying by it then gives the very same Double as dividing by perG, and is faster.
     var exactReciprocal: Double?
+    /// Whether rows may first be tried by ``parseIntegerLine(_:_:)``: the cells are time, x, y
+    /// and z in columns 0 to 3, the reciprocal is exact and the time shift is 0...18.
+    var integerRows: Bool
+    /// `10^timeShift` (when ``integerRows``): a time of at most ``maximumTimeDigits`` digits
+    /// times it fits in an Int64.
+    var timeMultiplier: Int64
+    var maximumTimeDigits: Int
 
     /// The plan for `layout`, or nil when its needed columns are not four different ones or
     /// its separator is not `,` `;` or TAB (a `sep=` line can name any byte, a digit or a
@@ -53,6 +60,11 @@ struct FastRowPlan: Sendable {
         let reciprocal = 1 / perG
         let powerOfTwo = perG.isNormal && perG > 0 && perG.significandBitPattern == 0
         exactReciprocal = powerOfTwo && reciprocal.isNormal && reciprocal * perG == 1 ? reciprocal : nil
+        integerRows =
+            needed == [0, 1, 2, 3] && exactReciprocal != nil && layout.timeShift >= 0
+            && layout.timeShift <= 18
+        timeMultiplier = integerRows ? Int64(integerPowerOfTen(layout.timeShift)) : 1
+        maximumTimeDigits = integerRows ? 18 &- layout.timeShift : 0
     }
 }
 
@@ -396,6 +408,80 @@ func parsePlainRowOutlined(_ p: UnsafePointer<UInt8>, _ count: Int, _ plan: Fast
     parsePlainRow(p, count, plan)
 }
 
+/// One cell `[-]digits` (1 to 15 characters with the sign) at `p + i`, the byte after it
+/// being `separator` (with `endsLine`, an LF or CR instead: more cells are left to
+/// ``parsePlainLine(_:_:_:)``): its magnitude and sign, and the
+/// index of the byte after it; nil for anything else. Reads 16 bytes at `p + i` (see
+/// ``digitRun(_:_:_:_:clamp:)`` without clamping: the caller's bytes end with a non-digit).
+@_transparent
+func scanIntegerCell(_ p: UnsafePointer<UInt8>, _ i: Int, _ separator: UInt8, endsLine: Bool = false)
+    -> (magnitude: UInt64, negative: UInt64, digits: Int, end: Int)?
+{
+    let word = UnsafeRawPointer(p + i).loadUnaligned(as: UInt64.self)
+    // 1 for a "-", else 0, without a branch (signs are random: a branch would mispredict).
+    let negative = (((word & 0xFF) ^ UInt64(UInt8(ascii: "-"))) &- 1) &>> 63
+    // The sign byte becomes a leading "0".
+    let unsigned = word ^ (negative &* UInt64(UInt8(ascii: "-") ^ UInt8(ascii: "0")))
+    let (value, length, after) = digitRun(p, i, i, unsigned, clamp: false)
+    let digits = length &- Int(truncatingIfNeeded: negative)
+    guard
+        digits > 0 && length < 16
+            && (endsLine ? after == 10 || after == 13 : after == separator)
+    else { return nil }
+    return (value, negative, digits, i &+ length)
+}
+
+/// `Double(magnitude)` (below 2^53), negated when `negative` is 1: as ``PlainNumber``'s
+/// `doubleValue`, bit for bit ("-0" is -0.0), without a branch on the sign. The magnitude is
+/// converted as an Int64: one instruction instead of the several of a UInt64, the same Double.
+@_transparent
+func signedDouble(_ magnitude: UInt64, _ negative: UInt64) -> Double {
+    Double(bitPattern: Double(Int64(truncatingIfNeeded: magnitude)).bitPattern | negative &<< 63)
+}
+
+/// ``parsePlainLine(_:_:_:)`` for a row of four integer cells (time, x, y, z) and its line
+/// ending, for a plan with ``FastRowPlan/integerRows``: the same sample and bytes taken, with
+/// no fraction, no column skipping and the time scaled by one multiply. Nil for any other
+/// row (then ``parsePlainLine(_:_:_:)`` decides). `p` must be followed by a non-digit byte
+/// within the bytes the caller owns and 16 readable bytes after it (the reader's 0 byte and
+/// padding), like ``parsePlainLine(_:_:_:)``.
+@_transparent
+func parseIntegerLine(_ p: UnsafePointer<UInt8>, _ plan: FastRowPlan) -> (
+    sample: AccelerationSample, taken: Int
+)? {
+    let separator = plan.separator
+    guard let t = scanIntegerCell(p, 0, separator), t.digits <= plan.maximumTimeDigits,
+        let x = scanIntegerCell(p, t.end &+ 1, separator),
+        let y = scanIntegerCell(p, x.end &+ 1, separator),
+        let z = scanIntegerCell(p, y.end &+ 1, separator, endsLine: true)
+    else { return nil }
+    var taken = z.end &+ 1
+    if p[z.end] == 13 {
+        // parseRow sees the line without one CR.
+        guard p[taken] == 10 else { return nil }
+        taken &+= 1
+    }
+    // At most 18 digits after scaling: no overflow. "-0" is 0, as scaledInt64 gives.
+    let magnitude = Int64(truncatingIfNeeded: t.magnitude) &* plan.timeMultiplier
+    let signMask = 0 &- Int64(truncatingIfNeeded: t.negative)
+    let time = (magnitude ^ signMask) &- signMask
+    // As PlainNumber's doubleValue times the exact reciprocal, bit for bit.
+    guard let reciprocal = plan.exactReciprocal else { return nil }
+    let fx = Float(signedDouble(x.magnitude, x.negative) * reciprocal)
+    let fy = Float(signedDouble(y.magnitude, y.negative) * reciprocal)
+    let fz = Float(signedDouble(z.magnitude, z.negative) * reciprocal)
+    guard fx.isFinite && fy.isFinite && fz.isFinite else { return nil }
+    return (AccelerationSample(timestamp: time, x: fx, y: fy, z: fz), taken)
+}
+
+/// ``parseIntegerLine(_:_:)`` out of line, for the rows the reader samples to detect units.
+@inline(never)
+func parseIntegerLineOutlined(_ p: UnsafePointer<UInt8>, _ plan: FastRowPlan) -> (
+    sample: AccelerationSample, taken: Int
+)? {
+    parseIntegerLine(p, plan)
+}
+
 /// Parses plain rows one after the other from the `available` bytes at `p` (the unread part
 /// of the buffer) into `samples`, up to its size, while rows are plain and time does not go
 /// back (from `previousTime` on). Returns how many and the bytes they took, line endings
@@ -410,6 +496,19 @@ func parsePlainLines(
     var count = 0
     var taken = 0
     var previous = previousTime
+    // Integer rows first while they last (a row that is not one ends the integer loop, so a
+    // file of decimals pays for one failed try per batch).
+    if plan.integerRows {
+        while count < samples.count && taken < available,
+            let (sample, used) = parseIntegerLine(p + taken, plan),
+            sample.timestamp >= previous
+        {
+            (base + count).pointee = sample
+            count &+= 1
+            taken &+= used
+            previous = sample.timestamp
+        }
+    }
     while count < samples.count && taken < available,
         let (sample, used) = parsePlainLine(p + taken, available &- taken, plan),
         sample.timestamp >= previous

@@ -425,7 +425,15 @@ public struct RecordingReader: Sendable {
             var count = lineEnd - position
             if count > 0 && base[position + count - 1] == 13 { count -= 1 }
             var parsed: AccelerationSample?
-            if let fast { parsed = parsePlainRowOutlined(base + position, count, fast) }
+            if let fast {
+                // Integer rows (Bangle.js) by their own path: the line ends at `lineEnd`, the
+                // buffer's 0 byte at `end` (markEnd) stops its digit runs.
+                if fast.integerRows, let (sample, _) = parseIntegerLineOutlined(base + position, fast) {
+                    parsed = sample
+                } else {
+                    parsed = parsePlainRowOutlined(base + position, count, fast)
+                }
+            }
             if parsed == nil, case .sample(let sample) = parseRow(base + position, count, raw) {
                 parsed = sample
             }

@@ -187,6 +187,77 @@ struct FastPathTests {
         #expect(taken > 1000, "the fast path took only \(taken) rows")
     }
 
+    /// Rows of integer cells (Bangle.js logs): whatever the integer row path yields, parseRow
+    /// yields too, bit for bit, with the same bytes taken as the plain line path; and it takes
+    /// nearly all rows of four integers.
+    @Test func integerRowsMatchParseRow() {
+        var random = SplitMix(state: 56)
+        func integerCell() -> String {
+            switch Int.random(in: 0..<40, using: &random) {
+            case 0: return ""
+            case 1:
+                return ["-", "-0", "0", "+5", " 5", "5 ", "1.5", "\"7\"", "1e3", "-.5"][
+                    Int.random(in: 0..<10, using: &random)]
+            case 2: return String(repeating: "9", count: Int.random(in: 14...20, using: &random))
+            default:
+                let digits = Int.random(in: 1...(Bool.random(using: &random) ? 5 : 17), using: &random)
+                let sign = Int.random(in: 0..<3, using: &random) == 0 ? "-" : ""
+                return sign
+                    + String(
+                        (0..<digits).map { _ in Character(String(Int.random(in: 0...9, using: &random))) })
+            }
+        }
+        var taken = 0
+        var fourIntegers = 0
+        for round in 0..<40_000 {
+            let shift = [6, 0, 3, 9, 12, 18][round % 6]
+            let perG = [8192.0, 1, 0.5, 1024][(round / 6) % 4]
+            let separator = [44, 59, 9][(round / 24) % 3]
+            let layout = RowLayout(
+                separator: UInt8(separator), timeColumn: 0, xColumn: 1, yColumn: 2, zColumn: 3, lastColumn: 3,
+                timeShift: shift, perG: perG, columnNames: [])
+            guard let plan = FastRowPlan(layout), plan.integerRows else {
+                Issue.record("no integer plan for shift \(shift), perG \(perG)")
+                return
+            }
+            let sep = String(UnicodeScalar(UInt8(separator)))
+            var cells = (0..<4).map { _ in integerCell() }
+            if Int.random(in: 0..<20, using: &random) == 0 { cells.append(integerCell()) }
+            if Int.random(in: 0..<20, using: &random) == 0 { cells.removeLast() }
+            let line = cells.joined(separator: sep)
+            let ending = ["\n", "\r\n", "\n", "\r", "", "\r\r\n"][Int.random(in: 0..<6, using: &random)]
+            let text = line + ending + "1" + sep + "2\n"
+            let all = Array(text.utf8)
+            let newline = all.firstIndex(of: 10) ?? all.count
+            var realCount = newline
+            if realCount > 0 && all[realCount - 1] == 13 { realCount -= 1 }
+            if cells.count == 4
+                && cells.allSatisfy({ Int64($0) != nil && $0.utf8.count < 16 && !$0.hasPrefix("+") })
+                && (ending == "\n" || ending == "\r\n") && cells[0].filter(\.isNumber).count <= 18 - shift
+            {
+                fourIntegers += 1
+            }
+            withPadded(text) { p, available in
+                guard let (fast, used) = parseIntegerLine(p, plan) else { return }
+                guard case .sample(let sample) = parseRow(p, realCount, layout) else {
+                    Issue.record("integer path took '\(text.debugDescription)', parseRow did not")
+                    return
+                }
+                #expect(
+                    bits(fast) == bits(sample), "'\(text.debugDescription)', shift \(shift), perG \(perG)")
+                #expect(used == newline + 1, "'\(text.debugDescription)'")
+                if let (plain, plainUsed) = parsePlainLine(p, available, plan) {
+                    #expect(bits(plain) == bits(fast) && plainUsed == used, "'\(text.debugDescription)'")
+                } else {
+                    Issue.record("integer path took '\(text.debugDescription)', the plain line path did not")
+                }
+                taken += 1
+            }
+        }
+        #expect(fourIntegers > 5000)
+        #expect(taken >= fourIntegers, "the integer path took \(taken) of \(fourIntegers) integer rows")
+    }
+
     /// Every recording in ../shared/data and every format sample reads the same with and
     /// without the fast path: samples bit for bit, skipped rows, the error.
     @Test(.enabled(if: sharedDataAvailable, "../shared/data not present"))
