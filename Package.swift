@@ -83,7 +83,8 @@ let package = Package(
         .target(name: "StepGateTestSupport", dependencies: ["SensorInput", "StepDetection", "Household"]),
         // Tests
         .testTarget(name: "StepDetectionTests", dependencies: ["StepDetection", "StepGateTestSupport"]),
-        .testTarget(name: "SensorInputTests", dependencies: ["SensorInput", "StepGateTestSupport"]),
+        .testTarget(
+            name: "SensorInputTests", dependencies: ["SensorInput", "StepGateTestSupport", "Tuning"]),
         .testTarget(
             name: "UnlockPolicyTests",
             dependencies: ["UnlockPolicy", "SystemFiles", "TypedJSON", "StepGateTestSupport"],

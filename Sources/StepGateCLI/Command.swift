@@ -10,18 +10,27 @@ public protocol Command: SendableMetatype {
     init(arguments: ParsedArguments) throws(UsageError)
     /// Runs the command. Thrown errors print as `Error: …` and exit with status 1.
     mutating func run() async throws
+    /// This command as a ``SynchronousCommand``, or nil: a protocol witness, so the start-up path
+    /// needs no dynamic cast (the first cast to a protocol scans every conformance in the
+    /// executable).
+    static var synchronous: (any SynchronousCommand.Type)? { get }
+}
+
+extension Command {
+    public static var synchronous: (any SynchronousCommand.Type)? { nil }
 }
 
 /// A command that needs no concurrency: `stepgate` runs it on the main thread before the
 /// concurrency runtime starts any thread (``StepGate/runSynchronously(_:)``), so a replay, a
 /// control command or a launcher's `stepgate exec` pays for no thread start-up and no hop
 /// between threads, which on a loaded machine can cost more than the command itself.
-protocol SynchronousCommand: Command {
+public protocol SynchronousCommand: Command {
     mutating func runSynchronously() throws
 }
 
 extension SynchronousCommand {
     mutating func run() async throws { try runSynchronously() }
+    public static var synchronous: (any SynchronousCommand.Type)? { Self.self }
 }
 
 /// What a command is called, what it does and what it accepts.

@@ -25,16 +25,6 @@ public enum StepGate {
         commands.first { $0.name == name }?.type
     }
 
-    /// The commands ``runSynchronously(_:)`` runs, by name, in ``commands``' order
-    /// (`StartupPathTests` checks this list has every ``SynchronousCommand`` of it, and no other).
-    static let synchronousCommands: [(name: String, type: any SynchronousCommand.Type)] = [
-        ("replay", Replay.self), ("devices", Devices.self), ("status", Status.self),
-        ("history", History.self),
-        ("lock", Lock.self), ("skip", Skip.self), ("unlock", Unlock.self), ("reload", Reload.self),
-        ("exec", ExecGuard.self), ("config", Config.self), ("completions", Completions.self),
-        ("lift-shields", LiftShields.self),
-    ]
-
     /// What StepGate is, for `--help` and the manual page.
     static let overview =
         "StepGate counts your steps from an accelerometer and unlocks what you shielded once you have walked enough."
@@ -115,7 +105,7 @@ public enum StepGate {
         // and no dynamic cast to the protocol (its first use scans every protocol conformance in
         // the executable).
         guard let first = arguments.first,
-            let type = synchronousCommands.first(where: { $0.name == first })?.type
+            let type = command(named: first)?.synchronous
         else { return nil }
         let configuration = type.configuration
         do {

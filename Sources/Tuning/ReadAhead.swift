@@ -25,6 +25,49 @@ struct ReadAhead: ~Copyable {
         var bytesRead = 0
         /// Set on the last slot: how reading ended.
         var end: Result<SkippedRows, RecordingError>?
+
+        /// Reads up to ``batchSize`` samples; sets ``end`` when the reader ends or fails (the
+        /// samples before a failure stay in the batch).
+        mutating func fill(from reader: inout RecordingReader) {
+            count = 0
+            do throws(RecordingError) {
+                while count < ReadAhead.batchSize {
+                    guard let sample = try reader.next() else {
+                        end = .success(reader.skipped)
+                        break
+                    }
+                    (samples + count).initialize(to: sample)
+                    count += 1
+                }
+            } catch {
+                end = .failure(error)
+            }
+            bytesRead = reader.bytesRead
+        }
+
+        /// How reading ended, once ``end`` is set: rows skipped and bytes read, or the error.
+        func ending() throws(RecordingError) -> (skipped: SkippedRows, bytesRead: Int)? {
+            switch end {
+            case nil: return nil
+            case .success(let skipped): return (skipped, bytesRead)
+            case .failure(let error): throw error
+            }
+        }
+    }
+
+    /// ``forEachBatch(_:)`` on the calling thread: the same batches, read between calls of
+    /// `body` (for short files, single cores, and commands that count files in parallel).
+    static func forEachBatch(
+        reading reader: inout RecordingReader,
+        _ body: (_ samples: UnsafeBufferPointer<AccelerationSample>, _ bytesRead: Int) -> Void
+    ) throws(RecordingError) -> (skipped: SkippedRows, bytesRead: Int) {
+        var slot = Slot()
+        defer { slot.samples.deallocate() }
+        while true {
+            slot.fill(from: &reader)
+            body(UnsafeBufferPointer(start: slot.samples, count: slot.count), slot.bytesRead)
+            if let end = try slot.ending() { return end }
+        }
     }
 
     /// Whether reading ahead is worth a thread: a file of at least `minimumBytes` on a machine
@@ -68,12 +111,9 @@ struct ReadAhead: ~Copyable {
             body(
                 UnsafeBufferPointer(start: slot.pointee.samples, count: slot.pointee.count),
                 slot.pointee.bytesRead)
-            if let end = slot.pointee.end {
+            if slot.pointee.end != nil {
                 join()
-                switch end {
-                case .success(let skipped): return (skipped, slot.pointee.bytesRead)
-                case .failure(let error): throw error
-                }
+                return try slot.pointee.ending()!
             }
             sem_post(shared.free)
         }
@@ -132,22 +172,7 @@ struct ReadAhead: ~Copyable {
                 if stop.load(ordering: .relaxed) { return }
                 let slot = slots + index % ReadAhead.slotCount
                 index += 1
-                let samples = slot.pointee.samples
-                var count = 0
-                do throws(RecordingError) {
-                    while count < ReadAhead.batchSize {
-                        guard let sample = try reader.next() else {
-                            slot.pointee.end = .success(reader.skipped)
-                            break
-                        }
-                        (samples + count).initialize(to: sample)
-                        count += 1
-                    }
-                } catch {
-                    slot.pointee.end = .failure(error)
-                }
-                slot.pointee.count = count
-                slot.pointee.bytesRead = reader.bytesRead
+                slot.pointee.fill(from: &reader)
                 let last = slot.pointee.end != nil
                 sem_post(full)
                 if last { return }

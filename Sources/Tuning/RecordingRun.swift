@@ -66,54 +66,32 @@ public func countSteps(
     var summary = RecordingSummary(
         path: path, format: reader.format, unit: reader.unit, gravityIncluded: reader.gravityIncluded)
     let fileSize = reader.fileSize
-    if readAhead, ReadAhead.worthwhile(fileSize: fileSize), var ahead = ReadAhead(reader) {
-        var samples = 0
-        var nextReport = 1 << 20
-        let end = try ahead.forEachBatch { batch, bytesRead in
-            guard let first = batch.first else { return }
-            if samples == 0 {
-                summary.firstTimestamp = first.timestamp
-                onFirstSample(first.timestamp)
-            }
-            detector.process(batch, onStep)
-            samples &+= batch.count
-            summary.lastTimestamp = batch[batch.count - 1].timestamp
-            if let progress, samples >= nextReport {
-                nextReport = samples + (1 << 16)
-                progress(bytesRead, fileSize)
-            }
-        }
-        summary.samples = samples
-        summary.steps = detector.count
-        summary.skipped = end.skipped
-        summary.bytes = end.bytesRead
-        return summary
-    }
     var samples = 0
-    var first: Int64 = 0
-    var last: Int64 = 0
-    if let sample = try reader.next() {
-        samples = 1
-        first = sample.timestamp
-        last = sample.timestamp
-        onFirstSample(sample.timestamp)
-        detector.process(sample, onStep)
-    }
     var nextReport = 1 << 20
-    while let sample = try reader.next() {
-        detector.process(sample, onStep)
-        last = sample.timestamp
-        samples &+= 1
+    // One batch loop, whether the batches are read on another thread or between batches here.
+    func count(_ batch: UnsafeBufferPointer<AccelerationSample>, _ bytesRead: Int) {
+        guard let first = batch.first else { return }
+        if samples == 0 {
+            summary.firstTimestamp = first.timestamp
+            onFirstSample(first.timestamp)
+        }
+        detector.process(batch, onStep)
+        samples &+= batch.count
+        summary.lastTimestamp = batch[batch.count - 1].timestamp
         if let progress, samples >= nextReport {
             nextReport = samples + (1 << 16)
-            progress(reader.bytesRead, reader.fileSize)
+            progress(bytesRead, fileSize)
         }
+    }
+    let end: (skipped: SkippedRows, bytesRead: Int)
+    if readAhead, ReadAhead.worthwhile(fileSize: fileSize), var ahead = ReadAhead(reader) {
+        end = try ahead.forEachBatch(count)
+    } else {
+        end = try ReadAhead.forEachBatch(reading: &reader, count)
     }
     summary.samples = samples
     summary.steps = detector.count
-    summary.firstTimestamp = first
-    summary.lastTimestamp = last
-    summary.skipped = reader.skipped
-    summary.bytes = reader.bytesRead
+    summary.skipped = end.skipped
+    summary.bytes = end.bytesRead
     return summary
 }

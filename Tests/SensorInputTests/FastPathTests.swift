@@ -1,24 +1,13 @@
 import Foundation
 import StepDetection
 import Testing
+import Tuning
 
 @testable import SensorInput
 
-/// A small deterministic generator (SplitMix64), so that a failure can be reproduced.
-private struct SplitMix: RandomNumberGenerator {
-    var state: UInt64
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
-
 /// A random cell: mostly plain decimals of every length, some with what the fast path must
 /// leave to the reference parser (exponents, spaces, `+`, quotes, words, 20+ digits).
-private func randomCell(_ random: inout SplitMix) -> String {
+private func randomCell(_ random: inout SplitMix64) -> String {
     func digits(_ count: Int) -> String {
         String((0..<count).map { _ in Character(String(Int.random(in: 0...9, using: &random))) })
     }
@@ -62,7 +51,7 @@ struct FastPathTests {
     /// Every number the fast path takes is the number scanNumber scans, converted to the same
     /// Double bit for bit and to the same nanoseconds; and it takes nearly all plain ones.
     @Test func fastNumbersMatchTheReference() {
-        var random = SplitMix(state: 12)
+        var random = SplitMix64(seed: 12)
         var taken = 0
         let total = 100_000
         for _ in 0..<total {
@@ -131,7 +120,7 @@ struct FastPathTests {
     /// Whole rows: whatever the fast path yields, parseRow yields too, bit for bit, and the
     /// buffer variant takes exactly the line and its ending.
     @Test func fastRowsMatchParseRow() {
-        var random = SplitMix(state: 34)
+        var random = SplitMix64(seed: 34)
         let layouts: [RowLayout] = [
             RowLayout(
                 separator: 44, timeColumn: 0, xColumn: 1, yColumn: 2, zColumn: 3, lastColumn: 3, timeShift: 6,
@@ -191,7 +180,7 @@ struct FastPathTests {
     /// yields too, bit for bit, with the same bytes taken as the plain line path; and it takes
     /// nearly all rows of four integers.
     @Test func integerRowsMatchParseRow() {
-        var random = SplitMix(state: 56)
+        var random = SplitMix64(seed: 56)
         func integerCell() -> String {
             switch Int.random(in: 0..<40, using: &random) {
             case 0: return ""
