@@ -453,10 +453,15 @@ struct ExecDenyShieldTests {
         let moved = try asNobody("mv '\(game)' '\(games)/renamed' && '\(games)/renamed'")
         #expect(moved.status != 0, "the renamed program ran")
         let problems = shield.recheck()
-        #expect(problems["games"]?.message.contains("not found") == true)
+        // The status and output say what happened if the move itself failed (a CI run under
+        // load once saw it, and every later step, fail at once).
+        #expect(
+            problems["games"]?.message.contains("not found") == true,
+            "mv: status \(moved.status), \(moved.standardError)")
         #expect(try asNobody("'\(games)/renamed'").status != 0, "the renamed program ran after a recheck")
         // A decoy at the old path is shielded too; the real one stays shielded.
-        #expect(try asNobody("cp /bin/true '\(game)'").status == 0)
+        let decoy = try asNobody("cp /bin/true '\(game)'")
+        #expect(decoy.status == 0, "cp: status \(decoy.status), \(decoy.standardError)")
         #expect(shield.recheck().isEmpty)
         #expect(try asNobody("'\(games)/renamed'").status != 0)
         try shield.remove([Target(kind: .executable, value: game)], context: ShieldContext(store: "games"))
