@@ -129,5 +129,9 @@ for target in package.targets where target.type != .system {
             .enableUpcomingFeature("ExistentialAny"),
             .enableUpcomingFeature("MemberImportVisibility"),
             .enableUpcomingFeature("InternalImportsByDefault"),
+            // Every function in a section of its own, so that the release link's symbol
+            // ordering (see the stepgate target) moves only the functions listed, not the whole
+            // object's local functions, closures and specializations along with them.
+            .unsafeFlags(["-Xfrontend", "-function-sections"], .when(configuration: .release)),
         ]
 }
