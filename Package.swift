@@ -74,6 +74,11 @@ let package = Package(
                         "-Xlinker",
                         "--symbol-ordering-file=\(Context.packageDirectory)/Sources/stepgate/hot-functions.order",
                         "-Xlinker", "--no-warn-symbol-ordering",
+                        // SwiftPM exports every symbol of StepGate's own objects (6,400): the
+                        // loader then searches that table for each symbol of libiio and its
+                        // libraries, and `stepgate run` kept 0.5 MB of symbol names resident.
+                        // Nothing looks StepGate's symbols up (dlsym is only used on libraries).
+                        "-Xlinker", "--no-export-dynamic",
                         // libstdc++ linked statically (Sources/stepgate/link/libstdc++.so says why).
                         "-L\(Context.packageDirectory)/Sources/stepgate/link",
                     ],
@@ -129,5 +134,9 @@ for target in package.targets where target.type != .system {
             .enableUpcomingFeature("ExistentialAny"),
             .enableUpcomingFeature("MemberImportVisibility"),
             .enableUpcomingFeature("InternalImportsByDefault"),
+            // Every function in a section of its own, so that the release link's symbol
+            // ordering (see the stepgate target) moves only the functions listed, not the whole
+            // object's local functions, closures and specializations along with them.
+            .unsafeFlags(["-Xfrontend", "-function-sections"], .when(configuration: .release)),
         ]
 }
