@@ -77,8 +77,9 @@ public struct Evaluator: Sendable {
         let inputs = Set(recordings.map { self.recordings[$0].input })
         var wanted: [PreparedRecordings.Key: DetectorConfiguration] = [:]
         for configuration in configurations {
-            for input in inputs where wanted[PreparedRecordings.Key(configuration, input: input)] == nil {
-                wanted[PreparedRecordings.Key(configuration, input: input)] = configuration
+            for input in inputs {
+                let key = PreparedRecordings.Key(configuration, input: input)
+                if wanted[key] == nil { wanted[key] = configuration }
             }
         }
         var missing: [(PreparedRecordings.Key, DetectorConfiguration, Int)] = []
