@@ -59,6 +59,10 @@ public struct SignalHistory: Sendable {
     @inlinable
     public var reach: Int64 { Int64(Double(min(count, Self.capacity)) * samplePeriod) }
 
+    /// The newest sample; only while the history holds one (`count > 0`).
+    @inlinable
+    var newest: Float { base[(count &- 1) & 511] }
+
     /// Appends one sample.
     @inlinable @inline(__always)
     public mutating func append(_ y: Float) {
