@@ -193,7 +193,7 @@ public struct StepDetector: Sendable {
         }
         let x = magnitude - offset
         step(
-            raw: x, highPassed: highPass.process(x), time: time, inputTime: inputTime,
+            raw: x, highPassed: highPass.processSymmetric(x), time: time, inputTime: inputTime,
             historyIsOwn: historyIsOwn, onStep)
     }
 
@@ -204,7 +204,8 @@ public struct StepDetector: Sendable {
         raw x: Float, highPassed: Float, time: Int64, inputTime: Int64, historyIsOwn: Bool,
         _ onStep: (StepEvent) -> Void
     ) {
-        let y = lowPass.process(highPassed)
+        // Both sections are Butterworth designs: `b2 == b0`.
+        let y = lowPass.processSymmetric(highPassed)
         // Impacts matter only for confirming a walk: while one is followed the meter rests
         // (and keeps the walk's last two seconds for a resume).
         if meterRuns { impact.add(raw: x, band: y, inputTime: inputTime) }
