@@ -23,6 +23,12 @@ public struct CadenceGate: Sendable {
     public static let maximumHeldSteps = 16
     @usableFromInline static let capacity = 64
 
+    /// The ring slot of peak number `k` (`k ≥ 0`): `k % capacity` as a mask, which the compiler
+    /// knows to lie in the ring, so the subscripts need no bounds checks (a signed remainder
+    /// costs five instructions and may be negative, as far as the compiler can tell).
+    @inlinable @inline(__always)
+    static func slot(_ k: Int) -> Int { k & (capacity &- 1) }
+
     /// Where the gate is.
     public enum State: Sendable, Hashable {
         /// No rhythmic chain of two or more peaks.
@@ -272,7 +278,7 @@ public struct CadenceGate: Sendable {
     @inlinable
     mutating func link(_ time: Int64, _ height: Float) {
         let index = peakCount
-        let slot = index % Self.capacity
+        let slot = Self.slot(index)
         var bestLength: Int32 = 1
         var bestPrevious = -1
         var bestSpan: Int64 = 0
@@ -280,7 +286,7 @@ public struct CadenceGate: Sendable {
         var k = index &- 1
         let oldest = max(0, index &- Self.capacity &+ 1, index &- 1 &- maximumSkipped)
         while k >= oldest {
-            let s = k % Self.capacity
+            let s = Self.slot(k)
             let d = time &- times[s]
             if d > maximumInterval { break }
             if d >= minimumInterval {
@@ -293,10 +299,10 @@ public struct CadenceGate: Sendable {
                     let mean = Double(chainSpan[s]) / Double(length &- 1)
                     // The interval two links back: same foot as the new one.
                     let p = previous[s]
-                    let pp = p >= oldest ? previous[p % Self.capacity] : -1
+                    let pp = p >= oldest ? previous[Self.slot(p)] : -1
                     let twoBack =
-                        pp >= oldest && linkUnits[p % Self.capacity] == 1
-                        ? Double(times[p % Self.capacity] &- times[pp % Self.capacity]) : 0
+                        pp >= oldest && linkUnits[Self.slot(p)] == 1
+                        ? Double(times[Self.slot(p)] &- times[Self.slot(pp)]) : 0
                     fits = near(Double(d), mean) || near(Double(d), twoBack)
                     if !fits && bridgesGaps && abs(Double(d) - 2 * mean) <= tolerance * mean {
                         // One peak of the rhythm missing (the weaker step faded).
@@ -369,7 +375,7 @@ public struct CadenceGate: Sendable {
         _ emit: (Int64) -> Void
     ) {
         let newest = peakCount &- 1
-        let slot = newest % Self.capacity
+        let slot = Self.slot(newest)
         let length = Int(chainLength[slot])
         let chainPeriod = Double(chainSpan[slot]) / Double(max(1, length &- 1))
         // Same-foot periodicity: one chain period, or two when the peaks are steps (left and
@@ -405,12 +411,12 @@ public struct CadenceGate: Sendable {
         let oldest = max(0, peakCount &- Self.capacity)
         // Newest first; one more (already counted or the chain's start) for the first interval.
         while k >= oldest && n < 64 {
-            let t = times[k % Self.capacity]
+            let t = times[Self.slot(k)]
             members[n] = t
-            units[n] = linkUnits[k % Self.capacity]
+            units[n] = linkUnits[Self.slot(k)]
             n &+= 1
             if t <= creditedUntil { break }
-            k = previous[k % Self.capacity]
+            k = previous[Self.slot(k)]
         }
         // A chain most of whose links bridge a "missing" peak has half the real period (a start-up
         // transient or an echo set it): every link is one period of the real rhythm.

@@ -64,11 +64,28 @@ public struct PeakDetector: Sendable, Equatable {
     /// detector knows it per period from its gate, without a store per period.
     @inlinable @inline(__always)
     public mutating func process(_ y: Float, time: Int64, holdingPeaks: Bool) -> Peak? {
-        var result: Peak?
+        let result = release(at: time, holdingPeaks: holdingPeaks)
+        advance(y, time: time)
+        return result
+    }
+
+    /// The first half of ``process(_:time:holdingPeaks:)``: the waiting peak, if it is due at
+    /// `time` (and no longer waits). Apart from ``advance(_:time:)``, so that the detector hands
+    /// a due peak on at once, inside a test that is almost never true, instead of carrying an
+    /// optional result through the rest of the period.
+    @inlinable @inline(__always)
+    mutating func release(at time: Int64, holdingPeaks: Bool) -> Peak? {
         if let p = pending, !holdingPeaks || time &- p.time >= separation {
-            result = p
             pending = nil
+            return p
         }
+        return nil
+    }
+
+    /// The second half of ``process(_:time:holdingPeaks:)``: follows the signal with `y` at
+    /// `time`, after ``release(at:holdingPeaks:)`` for the same period.
+    @inlinable @inline(__always)
+    mutating func advance(_ y: Float, time: Int64) {
         // The threshold (a square root) is worked out only when the signal turns, not while it
         // keeps rising or falling.
         if rising {
@@ -96,7 +113,6 @@ public struct PeakDetector: Sendable, Equatable {
             }
         }
         meanSquare += envelopeAlpha * (y * y - meanSquare)
-        return result
     }
 
     /// Forgets all history.

@@ -112,6 +112,80 @@ public struct Resampler: Sendable, Equatable {
         return nil
     }
 
+    /// The stretch of input from the previous sample to the newest, while its periods are
+    /// drained by ``nextValue(_:)``: held by the caller, in local values, instead of in the
+    /// stored ones of the two-call form (``add(time:value:)``, ``nextValue()``).
+    @usableFromInline
+    struct Segment {
+        /// Where the part not yet drained starts.
+        @usableFromInline var time: Int64
+        @usableFromInline var value: Double
+        @usableFromInline let slope: Double
+
+        @inlinable
+        init(time: Int64, value: Double, slope: Double) {
+            self.time = time
+            self.value = value
+            self.slope = slope
+        }
+    }
+
+    /// What ``add(_:value:)`` made of a sample.
+    @usableFromInline
+    enum Added {
+        /// The sample stays within the current period (or starts the first timeline).
+        case within
+        /// The timeline broke before the sample, as ``add(time:value:)`` returning `false`.
+        case restarted
+        /// The sample completes at least one period: drain it with ``nextValue(_:)`` until that
+        /// returns `nil`.
+        case segment(Segment)
+    }
+
+    /// ``add(time:value:)`` for a caller that drains the periods itself (``nextValue(_:)``),
+    /// with the same values in the same order.
+    @inlinable @inline(__always)
+    mutating func add(_ time: Int64, value: Float) -> Added {
+        let v = Double(value)
+        guard hasLast else {
+            start(time: time, value: v)
+            return .within
+        }
+        let span = time &- lastTime
+        if UInt64(bitPattern: span) >= gapLimit {
+            start(time: time, value: v)
+            return .restarted
+        }
+        if time < binEnd {
+            accumulated += Double(span) * 0.5 * (lastValue + v)
+            lastTime = time
+            lastValue = v
+            return .within
+        }
+        let segment = Segment(time: lastTime, value: lastValue, slope: (v - lastValue) / Double(span))
+        lastTime = time
+        lastValue = v
+        return .segment(segment)
+    }
+
+    /// ``nextValue()`` for a sample ``add(_:value:)`` returned `segment` for: the next period
+    /// it completes, or `nil` (the rest of the segment accumulated) when there are no more.
+    @inlinable @inline(__always)
+    mutating func nextValue(_ segment: inout Segment) -> Tick? {
+        if binEnd <= lastTime {
+            let v1 = segment.value + segment.slope * Double(binEnd &- segment.time)
+            accumulated += Double(binEnd &- segment.time) * 0.5 * (segment.value + v1)
+            let tick = Tick(value: Float(accumulated * inversePeriod), time: binEnd &- halfPeriod)
+            accumulated = 0
+            segment.time = binEnd
+            segment.value = v1
+            binEnd &+= period
+            return tick
+        }
+        accumulated += Double(lastTime &- segment.time) * 0.5 * (segment.value + lastValue)
+        return nil
+    }
+
     /// What one input sample produced, for ``push(time:value:_:)``.
     public enum Event: Sendable, Equatable {
         /// One output value, the mean over the period centred on `time`.

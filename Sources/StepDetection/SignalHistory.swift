@@ -59,6 +59,10 @@ public struct SignalHistory: Sendable {
     @inlinable
     public var reach: Int64 { Int64(Double(min(count, Self.capacity)) * samplePeriod) }
 
+    /// The newest sample; only while the history holds one (`count > 0`).
+    @inlinable
+    var newest: Float { base[(count &- 1) & 511] }
+
     /// Appends one sample.
     @inlinable @inline(__always)
     public mutating func append(_ y: Float) {
@@ -125,24 +129,42 @@ public struct SignalHistory: Sendable {
         var sxx = SIMD4<Float>()
         var syy = SIMD4<Float>()
         let start = count &- n &- lag  // the oldest sample read, lag included
-        let base = UnsafeRawPointer(ring.base + (start & 511))
         // Offsets from `start`, in values: x from `lag`, y from 0; up to n + lag ≤ 512, and a
         // block of eight reads one value past the last it uses, still inside the 1024.
-        var x = lag
-        let end = n &+ lag
-        let stride = MemoryLayout<Float>.stride
-        while x &+ 6 < end {
-            let a = base.loadUnaligned(fromByteOffset: x &* stride, as: SIMD8<Float>.self).evenHalf
-            let b = base.loadUnaligned(fromByteOffset: (x &- lag) &* stride, as: SIMD8<Float>.self).evenHalf
+        let values = ring.base + (start & 511)
+        var px = UnsafeRawPointer(values + lag)
+        var py = UnsafeRawPointer(values)
+        // Blocks of eight whose first value is within the last seven of the span (x + 6 < end,
+        // x = lag + 8 j), two a turn: half the loop's counting, the same sums in the same order.
+        let blocks = (n &+ 1) &>> 3
+        var pairs = blocks &>> 1
+        while pairs > 0 {
+            let a0 = px.loadUnaligned(as: SIMD8<Float>.self).evenHalf
+            let b0 = py.loadUnaligned(as: SIMD8<Float>.self).evenHalf
+            sxy += a0 * b0
+            sxx += a0 * a0
+            syy += b0 * b0
+            let a1 = px.loadUnaligned(fromByteOffset: 32, as: SIMD8<Float>.self).evenHalf
+            let b1 = py.loadUnaligned(fromByteOffset: 32, as: SIMD8<Float>.self).evenHalf
+            sxy += a1 * b1
+            sxx += a1 * a1
+            syy += b1 * b1
+            px += 64
+            py += 64
+            pairs &-= 1
+        }
+        if blocks & 1 != 0 {
+            let a = px.loadUnaligned(as: SIMD8<Float>.self).evenHalf
+            let b = py.loadUnaligned(as: SIMD8<Float>.self).evenHalf
             sxy += a * b
             sxx += a * a
             syy += b * b
-            x &+= 8
         }
+        var x = lag &+ blocks &<< 3
+        let end = n &+ lag
         var xy = sxy.sum()
         var xx = sxx.sum()
         var yy = syy.sum()
-        let values = ring.base + (start & 511)
         while x < end {
             let a = values[x]
             let b = values[x &- lag]

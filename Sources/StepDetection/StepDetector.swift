@@ -53,17 +53,22 @@ public struct StepDetector: Sendable {
     @usableFromInline var offset: Float = 0
     @usableFromInline var needsOffset = true
     @usableFromInline var stepCount = 0
+    /// ``filtered`` while the history is empty (after a restart, the last value before it): the
+    /// newest value is the history's own, with no store of its own per period.
     @usableFromInline var lastFiltered: Float = 0
     /// Recent filtered values, for the gate's periodicity tests.
     @usableFromInline var history: SignalHistory
     /// Footfall impacts against the step band, for the gate's confirmation.
     @usableFromInline var impact: ImpactMeter
     @usableFromInline let measuresImpact: Bool
+    /// `measuresImpact && !gate.isWalking`, updated where the gate's walking changes (it does
+    /// only when fed a peak or reset): one flag tested per period instead of two.
+    @usableFromInline var meterRuns: Bool
 
     /// Steps counted so far.
     public var count: Int { stepCount }
     /// The last value of the band-passed magnitude, in g, for plots and diagnostics.
-    public var filtered: Float { lastFiltered }
+    public var filtered: Float { history.count > 0 ? history.newest : lastFiltered }
 
     /// A detector with the given configuration.
     ///
@@ -103,6 +108,7 @@ public struct StepDetector: Sendable {
             minimumImpactRatio: configuration.minimumImpactRatio,
             continuationCorrelation: configuration.continuationCorrelation)
         measuresImpact = configuration.minimumImpactRatio > 0
+        meterRuns = measuresImpact
         impact = ImpactMeter(sampleRate: measuresImpact ? fs : 2 * ImpactMeter.cutoff + 1)
     }
 
@@ -123,19 +129,26 @@ public struct StepDetector: Sendable {
     /// - Complexity: O(1) amortised per sample, no allocation.
     @inlinable @inline(__always)
     public mutating func process(_ sample: AccelerationSample, _ onStep: (StepEvent) -> Void) {
-        feed(sample, historyIsOwn: false, onStep)
+        feed(sample, projecting: projectsLinearInput, historyIsOwn: false, onStep)
     }
 
     /// ``process(_:_:)``; with `historyIsOwn`, the history's ring is known to be this detector's
-    /// own (``SignalHistory/makeUnique()``), so appending skips the uniqueness check.
+    /// own (``SignalHistory/makeUnique()``), so appending skips the uniqueness check;
+    /// `projecting` is ``projectsLinearInput``, passed in so that a loop can test it once.
     @inlinable @inline(__always)
-    mutating func feed(_ sample: AccelerationSample, historyIsOwn: Bool, _ onStep: (StepEvent) -> Void) {
-        let value = projectsLinearInput ? projection.value(sample) : sample.magnitude
-        if !resampler.add(time: sample.timestamp, value: value) { restartFilters() }
-        while let tick = resampler.nextValue() {
-            step(
-                magnitude: tick.value, time: tick.time, inputTime: resampler.lastTime,
-                historyIsOwn: historyIsOwn, onStep)
+    mutating func feed(
+        _ sample: AccelerationSample, projecting: Bool, historyIsOwn: Bool, _ onStep: (StepEvent) -> Void
+    ) {
+        let value = projecting ? projection.value(sample) : sample.magnitude
+        switch resampler.add(sample.timestamp, value: value) {
+        case .within: break
+        case .restarted: restartFilters()
+        case .segment(var segment):
+            while let tick = resampler.nextValue(&segment) {
+                step(
+                    magnitude: tick.value, time: tick.time, inputTime: resampler.lastTime,
+                    historyIsOwn: historyIsOwn, onStep)
+            }
         }
     }
 
@@ -147,7 +160,12 @@ public struct StepDetector: Sendable {
         // Nothing can copy the detector while it runs (`onStep` cannot reach it), so the
         // history stays its own: one uniqueness check for the buffer, not one per period.
         history.makeUnique()
-        for i in samples.indices { feed(samples[i], historyIsOwn: true, onStep) }
+        // One loop for each kind of input: the kind is tested once, not once per sample.
+        if projectsLinearInput {
+            for i in samples.indices { feed(samples[i], projecting: true, historyIsOwn: true, onStep) }
+        } else {
+            for i in samples.indices { feed(samples[i], projecting: false, historyIsOwn: true, onStep) }
+        }
     }
 
     /// Feeds the samples of an array, in order.
@@ -175,7 +193,7 @@ public struct StepDetector: Sendable {
         }
         let x = magnitude - offset
         step(
-            raw: x, highPassed: highPass.process(x), time: time, inputTime: inputTime,
+            raw: x, highPassed: highPass.processSymmetric(x), time: time, inputTime: inputTime,
             historyIsOwn: historyIsOwn, onStep)
     }
 
@@ -186,16 +204,20 @@ public struct StepDetector: Sendable {
         raw x: Float, highPassed: Float, time: Int64, inputTime: Int64, historyIsOwn: Bool,
         _ onStep: (StepEvent) -> Void
     ) {
-        let y = lowPass.process(highPassed)
-        let walking = gate.isWalking
+        // Both sections are Butterworth designs: `b2 == b0`.
+        let y = lowPass.processSymmetric(highPassed)
         // Impacts matter only for confirming a walk: while one is followed the meter rests
         // (and keeps the walk's last two seconds for a resume).
-        if measuresImpact && !walking { impact.add(raw: x, band: y, inputTime: inputTime) }
-        lastFiltered = y
+        if meterRuns { impact.add(raw: x, band: y, inputTime: inputTime) }
         if historyIsOwn { history.appendAssumingUnique(y) } else { history.append(y) }
-        if let peak = peaks.process(y, time: time, holdingPeaks: !walking) {
+        // `peaks.process(y, …)` in two halves, the gate fed in between: it reads the history
+        // (with `y`), not the peak detector, and the detector's rest of the period does not
+        // depend on the gate. The common period then tests one flag, with no optional peak
+        // carried through it.
+        if let peak = peaks.release(at: time, holdingPeaks: !gate.isWalking) {
             feedGate(peak, now: time, onStep)
         }
+        peaks.advance(y, time: time)
     }
 
     /// Hands a peak to the gate. Out of line: a peak comes every few periods, and inlined into
@@ -210,14 +232,17 @@ public struct StepDetector: Sendable {
             onStep(StepEvent(timestamp: stepTime, count: count))
         }
         stepCount = count
+        meterRuns = measuresImpact && !gate.isWalking
     }
 
     @usableFromInline
     mutating func restartFilters() {
+        lastFiltered = filtered
         highPass.reset()
         lowPass.reset()
         peaks.reset()
         gate.reset()
+        meterRuns = measuresImpact
         impact.reset()
         needsOffset = true
         history.reset()
