@@ -29,11 +29,9 @@ public struct Resampler: Sendable, Equatable {
     @usableFromInline var binEnd: Int64 = 0
     /// Integral of the input over the current period so far, in value × nanoseconds.
     @usableFromInline var accumulated: Double = 0
-    // The segment being drained: from (segmentTime, segmentValue) to (lastTime, lastValue).
-    @usableFromInline var segmentTime: Int64 = 0
-    @usableFromInline var segmentValue: Double = 0
-    @usableFromInline var slope: Double = 0
-    @usableFromInline var draining = false
+    /// The segment ``nextValue()`` is draining, from the previous sample to (lastTime,
+    /// lastValue); nil when there is none.
+    @usableFromInline var draining: Segment? = nil
 
     /// A resampler to `rate` hertz that bridges gaps up to `maximumGap` seconds.
     public init(rate: Double, maximumGap: Double) {
@@ -63,32 +61,13 @@ public struct Resampler: Sendable, Equatable {
     /// - Complexity: O(1), no allocation.
     @inlinable @inline(__always)
     public mutating func add(time: Int64, value: Float) -> Bool {
-        let v = Double(value)
-        guard hasLast else {
-            start(time: time, value: v)
+        switch add(time, value: value) {
+        case .within: return true
+        case .restarted: return false
+        case .segment(let segment):
+            draining = segment
             return true
         }
-        let span = time &- lastTime
-        // `span < 0 || span > maximumGap` in one comparison (a negative span is above
-        // `Int64.max` as a `UInt64`).
-        if UInt64(bitPattern: span) >= gapLimit {
-            start(time: time, value: v)
-            return false
-        }
-        if time < binEnd {
-            // The common case at high input rates: the segment stays inside the current period.
-            accumulated += Double(span) * 0.5 * (lastValue + v)
-            lastTime = time
-            lastValue = v
-            return true
-        }
-        slope = (v - lastValue) / Double(span)
-        segmentTime = lastTime
-        segmentValue = lastValue
-        lastTime = time
-        lastValue = v
-        draining = true
-        return true
     }
 
     /// The next output period completed by the last sample, or `nil` when there are no more.
@@ -96,27 +75,18 @@ public struct Resampler: Sendable, Equatable {
     /// - Complexity: O(1), no allocation.
     @inlinable @inline(__always)
     public mutating func nextValue() -> Tick? {
-        guard draining else { return nil }
-        if binEnd <= lastTime {
-            let v1 = segmentValue + slope * Double(binEnd &- segmentTime)
-            accumulated += Double(binEnd &- segmentTime) * 0.5 * (segmentValue + v1)
-            let tick = Tick(value: Float(accumulated * inversePeriod), time: binEnd &- halfPeriod)
-            accumulated = 0
-            segmentTime = binEnd
-            segmentValue = v1
-            binEnd &+= period
-            return tick
-        }
-        accumulated += Double(lastTime &- segmentTime) * 0.5 * (segmentValue + lastValue)
-        draining = false
-        return nil
+        guard var segment = draining else { return nil }
+        let tick = nextValue(&segment)
+        draining = tick == nil ? nil : segment
+        return tick
     }
 
     /// The stretch of input from the previous sample to the newest, while its periods are
-    /// drained by ``nextValue(_:)``: held by the caller, in local values, instead of in the
-    /// stored ones of the two-call form (``add(time:value:)``, ``nextValue()``).
+    /// drained by ``nextValue(_:)``: held by the caller, in local values (the detector's buffer
+    /// loop), or stored for the two-call form (``add(time:value:)``, ``nextValue()``), which
+    /// calls the same two functions.
     @usableFromInline
-    struct Segment {
+    struct Segment: Sendable, Equatable {
         /// Where the part not yet drained starts.
         @usableFromInline var time: Int64
         @usableFromInline var value: Double
@@ -209,13 +179,13 @@ public struct Resampler: Sendable, Equatable {
         lastValue = value
         binEnd = time &+ period
         accumulated = 0
-        draining = false
+        draining = nil
     }
 
     /// Forgets all history.
     public mutating func reset() {
         hasLast = false
         accumulated = 0
-        draining = false
+        draining = nil
     }
 }
