@@ -247,6 +247,15 @@ struct FastPathTests {
         #expect(taken >= fourIntegers, "the integer path took \(taken) of \(fourIntegers) integer rows")
     }
 
+    /// The literal tables of powers of ten are the computed powers, bit for bit.
+    @Test func powerOfTenTablesAreExact() {
+        #expect(integerPowersOfTen.count == 20 && doublePowersOfTen.count == 23)
+        for k in 0...19 { #expect(integerPowerOfTenTable(k) == integerPowerOfTen(k), "10^\(k)") }
+        for k in 0...22 {
+            #expect(doublePowerOfTenTable(k).bitPattern == exactPowerOfTen(k).bitPattern, "10^\(k)")
+        }
+    }
+
     /// Integer rows at the edges of the integer path, one by one against parseRow: cells of 7,
     /// 8, 9, 15 and 16 characters (one or two 8-byte words, the longest taken, the first left),
     /// "-0", leading zeros, signs and line endings it must leave to the other paths.
