@@ -5,7 +5,8 @@
 // with tiny buffers that force over-long lines. Besides "no crash", it checks the reader's
 // promises: timestamps never decrease; samples are finite; reading in small pieces changes
 // nothing; skipBadRows never throws a row-level error and never yields fewer samples than
-// strict reading; the row fast path changes nothing (against reading without it).
+// strict reading; the row fast path changes nothing (against reading without it); reading in
+// batches (`read(into:capacity:count:)`, as replays do) changes nothing.
 
 import StepDetection
 
@@ -30,6 +31,12 @@ public func fuzzRecordingReader(_ data: UnsafePointer<UInt8>?, _ size: Int) -> I
             let pieces = read(bytes, options)
             if whole != pieces {
                 fatalError("reading in \(options.maximumRead)-byte pieces changed the result")
+            }
+            let batched = read(bytes, options, batch: 1 + size % 5)
+            if batched != pieces || batched.sampleBits != pieces.sampleBits
+                || batched.error?.description != pieces.error?.description
+            {
+                fatalError("reading in batches changed the result")
             }
             // The row fast path changes nothing: same samples bit for bit, same errors.
             var reference = options
@@ -74,7 +81,8 @@ private struct Outcome: Equatable {
     }
 }
 
-private func read(_ bytes: [UInt8], _ options: RecordingReader.Options) -> Outcome {
+/// Reads with `next()`, or with `read(into:capacity:count:)` in batches of `batch` samples.
+private func read(_ bytes: [UInt8], _ options: RecordingReader.Options, batch: Int? = nil) -> Outcome {
     var outcome = Outcome()
     var reader: RecordingReader
     do {
@@ -89,12 +97,24 @@ private func read(_ bytes: [UInt8], _ options: RecordingReader.Options) -> Outco
     outcome.unit = reader.unit
     outcome.gravityIncluded = reader.gravityIncluded
     var previous = Int64.min
+    func take(_ sample: AccelerationSample) {
+        precondition(sample.timestamp >= previous, "time went backwards without an error")
+        precondition(sample.x.isFinite && sample.y.isFinite && sample.z.isFinite, "non-finite sample")
+        previous = sample.timestamp
+        outcome.samples.append(sample)
+    }
     do {
-        while let sample = try reader.next() {
-            precondition(sample.timestamp >= previous, "time went backwards without an error")
-            precondition(sample.x.isFinite && sample.y.isFinite && sample.z.isFinite, "non-finite sample")
-            previous = sample.timestamp
-            outcome.samples.append(sample)
+        if let batch {
+            let samples = UnsafeMutablePointer<AccelerationSample>.allocate(capacity: batch)
+            defer { samples.deallocate() }
+            var more = true
+            while more {
+                var count = 0
+                defer { for index in 0..<count { take(samples[index]) } }
+                more = try reader.read(into: samples, capacity: batch, count: &count)
+            }
+        } else {
+            while let sample = try reader.next() { take(sample) }
         }
     } catch {
         _ = error.description

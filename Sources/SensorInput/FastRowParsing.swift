@@ -31,8 +31,10 @@ struct FastRowPlan: Sendable {
     /// `1 / perG` when that is exact (perG a power of two: 1 for g, 8192 for Bangle counts);
     /// multiplying by it then gives the very same Double as dividing by perG, and is faster.
     var exactReciprocal: Double?
-    /// Whether rows may first be tried by ``parseIntegerLine(_:_:)``: the cells are time, x, y
-    /// and z in columns 0 to 3, the reciprocal is exact and the time shift is 0...18.
+    /// Whether rows may first be tried by ``parseIntegerLine(_:_:reciprocals:)``: the cells are
+    /// time, x, y and z in columns 0 to 3, the reciprocal is exact, small enough that any value
+    /// of the integer path (below 10^15) stays a finite Float once scaled (so that path need
+    /// not check), and the time shift is 0...18.
     var integerRows: Bool
     /// `10^timeShift` (when ``integerRows``): a time of at most ``maximumTimeDigits`` digits
     /// times it fits in an Int64.
@@ -61,7 +63,8 @@ struct FastRowPlan: Sendable {
         let powerOfTwo = perG.isNormal && perG > 0 && perG.significandBitPattern == 0
         exactReciprocal = powerOfTwo && reciprocal.isNormal && reciprocal * perG == 1 ? reciprocal : nil
         integerRows =
-            needed == [0, 1, 2, 3] && exactReciprocal != nil && layout.timeShift >= 0
+            needed == [0, 1, 2, 3] && exactReciprocal != nil
+            && reciprocal * 1e15 < Double(Float.greatestFiniteMagnitude) && layout.timeShift >= 0
             && layout.timeShift <= 18
         timeMultiplier = integerRows ? Int64(integerPowerOfTen(layout.timeShift)) : 1
         maximumTimeDigits = integerRows ? 18 &- layout.timeShift : 0
@@ -89,7 +92,7 @@ struct PlainNumber {
         var value = Double(mantissa)
         if fractionDigits != 0 {
             if mantissa <= 1 << 53 {
-                value /= fastPowersOfTen.double[fractionDigits]
+                value /= doublePowerOfTenTable(fractionDigits)
             } else {
                 value = DecimalNumber.scaleSlowly(value, 0 &- fractionDigits)
             }
@@ -99,22 +102,32 @@ struct PlainNumber {
     }
 }
 
-/// Exact powers of ten, 10^0 to 10^22, as UInt64 (up to 10^19) and as Double: tables the
-/// fast path indexes, where a `switch` became an indirect jump that mispredicts.
-struct PowersOfTen: @unchecked Sendable {
-    let integer: UnsafeMutablePointer<UInt64>
-    let double: UnsafeMutablePointer<Double>
+/// Exact powers of ten, 10^0 to 10^19 as UInt64 and 10^0 to 10^22 as Double: tables the fast
+/// path indexes, where a `switch` became an indirect jump that mispredicts. Array literals of
+/// constants, which the compiler lays out in the executable: reading them needs no lazy
+/// initialisation (a `swift_once` call at every read, 6 % of a decimal file's parsing).
+/// FastPathTests checks them against integerPowerOfTen and exactPowerOfTen.
+let integerPowersOfTen: [UInt64] = [
+    1, 10, 100, 1_000, 10_000, 100_000, 1_000_000, 10_000_000, 100_000_000, 1_000_000_000, 10_000_000_000,
+    100_000_000_000, 1_000_000_000_000, 10_000_000_000_000, 100_000_000_000_000, 1_000_000_000_000_000,
+    10_000_000_000_000_000, 100_000_000_000_000_000, 1_000_000_000_000_000_000, 10_000_000_000_000_000_000,
+]
+let doublePowersOfTen: [Double] = [
+    1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18,
+    1e19, 1e20, 1e21, 1e22,
+]
 
-    init() {
-        integer = .allocate(capacity: 20)
-        double = .allocate(capacity: 23)
-        for k in 0...19 { (integer + k).initialize(to: integerPowerOfTen(k)) }
-        for k in 0...22 { (double + k).initialize(to: exactPowerOfTen(k)) }
-    }
+/// 10^k (k in 0...19), without a bounds check.
+@_transparent
+func integerPowerOfTenTable(_ k: Int) -> UInt64 {
+    integerPowersOfTen.withUnsafeBufferPointer { $0[k] }
 }
 
-/// Allocated once, never freed.
-let fastPowersOfTen = PowersOfTen()
+/// 10^k (k in 0...22) as a Double, without a bounds check.
+@_transparent
+func doublePowerOfTenTable(_ k: Int) -> Double {
+    doublePowersOfTen.withUnsafeBufferPointer { $0[k] }
+}
 
 /// The digits at `p[i..<count]` (at most 8 of them, stopping at the first other byte) as a
 /// number, and how many there are. Reads the 8 bytes at `p + i` whatever `count` is: the
@@ -150,7 +163,7 @@ func scanDigits(_ p: UnsafePointer<UInt8>, _ i: inout Int, _ count: Int) -> (val
     if digits < 8 { return (value, digits) }
     while true {
         let (more, moreDigits) = eightDigits(p, i, count)
-        value = value &* fastPowersOfTen.integer[moreDigits] &+ more
+        value = value &* integerPowerOfTenTable(moreDigits) &+ more
         i &+= moreDigits
         digits &+= moreDigits
         if moreDigits < 8 || digits > 19 { return (value, digits) }
@@ -175,7 +188,7 @@ func scanPlainNumber(
         let fraction = scanDigits(p, &j, count)
         fractionDigits = fraction.digits
         digits &+= fractionDigits
-        if digits <= 19 { mantissa = mantissa &* fastPowersOfTen.integer[fractionDigits] &+ fraction.value }
+        if digits <= 19 { mantissa = mantissa &* integerPowerOfTenTable(fractionDigits) &+ fraction.value }
     }
     // At most 19 digits: scanNumber keeps them all (its limit is 19 significant digits), and
     // the mantissa cannot overflow.
@@ -346,7 +359,7 @@ func digitRun(_ p: UnsafePointer<UInt8>, _ start: Int, _ count: Int, _ first: UI
     let more =
         (nonDigitBytes(second) | (clamp ? pastLineBytes(remaining &- 8) : 0)).trailingZeroBitCount &>> 3
     let value =
-        digitsValue(first, 8) &* fastPowersOfTen.integer[more] &+ (more == 0 ? 0 : digitsValue(second, more))
+        digitsValue(first, 8) &* integerPowerOfTenTable(more) &+ (more == 0 ? 0 : digitsValue(second, more))
     return (value, 8 &+ more, byteAfter(second, more))
 }
 
@@ -378,7 +391,7 @@ func scanPlainCell(
         else { return scanLongPlainNumber(p, &i, count, separator, endsLine: endsLine) }
         i = start &+ fractionDigits
         return PlainNumber(
-            negative: negative, mantissa: integer &* fastPowersOfTen.integer[fractionDigits] &+ fraction,
+            negative: negative, mantissa: integer &* integerPowerOfTenTable(fractionDigits) &+ fraction,
             fractionDigits: fractionDigits)
     }
     guard
@@ -408,78 +421,192 @@ func parsePlainRowOutlined(_ p: UnsafePointer<UInt8>, _ count: Int, _ plan: Fast
     parsePlainRow(p, count, plan)
 }
 
-/// One cell `[-]digits` (1 to 15 characters with the sign) at `p + i`, the byte after it
-/// being `separator` (with `endsLine`, an LF or CR instead: more cells are left to
-/// ``parsePlainLine(_:_:_:)``): its magnitude and sign, and the
-/// index of the byte after it; nil for anything else. Reads 16 bytes at `p + i` (see
-/// ``digitRun(_:_:_:_:clamp:)`` without clamping: the caller's bytes end with a non-digit).
+/// The run of digits at `p + start` (stopping at the first other byte) as a number, and how
+/// many digits there are; 0 digits also when there are more than `maximum` (at most 15), which
+/// callers reject like an empty cell. Reads 8 bytes at `p + start` (16 for runs of 8 or more):
+/// the caller's bytes must end with a non-digit followed by readable bytes (the reader's 0 byte
+/// and ``ChunkBuffer/padding``), and bytes after the first non-digit never change the result.
+/// Runs of 8 digits or more are read in line with `inlineLong` (time cells, which grow to 8
+/// digits after 2.8 hours of milliseconds), else out of line, to keep the common path and its
+/// registers small.
+///
+/// One subtraction gives every byte's digit value and, with one addition, its non-digit bit:
+/// a byte below "0" borrows (its top bit set), one above "9" carries into the top bit when
+/// 0x46 is added. The borrow or carry of a non-digit byte only disturbs the bytes after it,
+/// which are not looked at.
 @_transparent
-func scanIntegerCell(_ p: UnsafePointer<UInt8>, _ i: Int, _ separator: UInt8, endsLine: Bool = false)
-    -> (magnitude: UInt64, negative: UInt64, digits: Int, end: Int)?
-{
-    let word = UnsafeRawPointer(p + i).loadUnaligned(as: UInt64.self)
-    // 1 for a "-", else 0, without a branch (signs are random: a branch would mispredict).
-    let negative = (((word & 0xFF) ^ UInt64(UInt8(ascii: "-"))) &- 1) &>> 63
-    // The sign byte becomes a leading "0".
-    let unsigned = word ^ (negative &* UInt64(UInt8(ascii: "-") ^ UInt8(ascii: "0")))
-    let (value, length, after) = digitRun(p, i, i, unsigned, clamp: false)
-    let digits = length &- Int(truncatingIfNeeded: negative)
-    guard
-        digits > 0 && length < 16
-            && (endsLine ? after == 10 || after == 13 : after == separator)
-    else { return nil }
-    return (value, negative, digits, i &+ length)
+func integerDigits(_ p: UnsafePointer<UInt8>, _ start: Int, maximum: Int, inlineLong: Bool = false) -> (
+    value: UInt64, digits: Int
+) {
+    let word = UnsafeRawPointer(p + start).loadUnaligned(as: UInt64.self)
+    let values = word &- 0x3030_3030_3030_3030
+    let nonDigits = ((word &+ 0x4646_4646_4646_4646) | values) & 0x8080_8080_8080_8080
+    if nonDigits == 0 {
+        return inlineLong
+            ? longIntegerDigits(p, start, maximum: maximum)
+            : longIntegerDigitsOutlined(p, start, maximum: maximum)
+    }
+    let bit = nonDigits.trailingZeroBitCount
+    return (leadingDigitsValue(values, bit: bit), bit &>> 3)
 }
 
-/// `Double(magnitude)` (below 2^53), negated when `negative` is 1: as ``PlainNumber``'s
-/// `doubleValue`, bit for bit ("-0" is -0.0), without a branch on the sign. The magnitude is
-/// converted as an Int64: one instruction instead of the several of a UInt64, the same Double.
+/// The number written by the digit values (0...9, the first digit in the lowest byte) of the
+/// bytes of `values` below bit `bit` (8 × digits + 7, 1 to 8 digits; bytes above are ignored):
+/// the digits are moved to the top bytes (the bytes below become leading zeros), then
+/// combined in pairs, fours and eights.
 @_transparent
-func signedDouble(_ magnitude: UInt64, _ negative: UInt64) -> Double {
-    Double(bitPattern: Double(Int64(truncatingIfNeeded: magnitude)).bitPattern | negative &<< 63)
+func leadingDigitsValue(_ values: UInt64, bit: Int) -> UInt64 {
+    // 64 − 8 × digits, masked to 0...63 by the shift (8 digits: no shift).
+    var value = values &<< UInt64(truncatingIfNeeded: 71 &- bit)
+    value = value &* 10 &+ (value &>> 8)
+    return
+        ((value & 0x0000_00FF_0000_00FF) &* (100 &+ (1_000_000 &<< 32))
+        &+ ((value &>> 16) & 0x0000_00FF_0000_00FF) &* (1 &+ (10_000 &<< 32))) &>> 32
+}
+
+/// ``integerDigits(_:_:maximum:inlineLong:)`` for a run whose first 8 bytes are digits: the
+/// 8 bytes after them give the run's length, then the last 8 digits (the 8 bytes ending at the
+/// run's end) and the ones before them (at most 7) are two numbers of at most 8 digits, with
+/// no table of powers of ten.
+@_transparent
+func longIntegerDigits(_ p: UnsafePointer<UInt8>, _ start: Int, maximum: Int) -> (value: UInt64, digits: Int)
+{
+    let word = UnsafeRawPointer(p + (start &+ 8)).loadUnaligned(as: UInt64.self)
+    let values = word &- 0x3030_3030_3030_3030
+    let nonDigits = ((word &+ 0x4646_4646_4646_4646) | values) & 0x8080_8080_8080_8080
+    let bit = nonDigits.trailingZeroBitCount
+    let more = bit &>> 3
+    // 16 digits or more (no non-digit: the count is 64), or more than `maximum`.
+    guard nonDigits != 0 && 8 &+ more <= maximum else { return (0, 0) }
+    let last = leadingDigitsValue(
+        UnsafeRawPointer(p + (start &+ more)).loadUnaligned(as: UInt64.self) &- 0x3030_3030_3030_3030, bit: 71
+    )
+    let first =
+        more == 0
+        ? 0
+        : leadingDigitsValue(
+            UnsafeRawPointer(p + start).loadUnaligned(as: UInt64.self) &- 0x3030_3030_3030_3030, bit: bit)
+    return (first &* 100_000_000 &+ last, 8 &+ more)
+}
+
+/// ``longIntegerDigits(_:_:maximum:)`` out of line.
+@inline(never)
+func longIntegerDigitsOutlined(_ p: UnsafePointer<UInt8>, _ start: Int, maximum: Int) -> (
+    value: UInt64, digits: Int
+) {
+    longIntegerDigits(p, start, maximum: maximum)
+}
+
+/// One cell `[-]digits` (1 to 15 characters with the sign) at `p + i`: its magnitude, 1 when
+/// it is negative (else 0), its number of digits (0 when it is not such a cell) and the index
+/// of the byte after it, which the caller checks. See ``integerDigits(_:_:maximum:inlineLong:)``
+/// for the bytes it reads and `inlineLong`.
+@_transparent
+func integerCell(_ p: UnsafePointer<UInt8>, _ i: Int, inlineLong: Bool = false) -> (
+    magnitude: UInt64, negative: Int, digits: Int, end: Int
+) {
+    let negative = p[i] == UInt8(ascii: "-") ? 1 : 0
+    let start = i &+ negative
+    let (magnitude, digits) = integerDigits(p, start, maximum: 15 &- negative, inlineLong: inlineLong)
+    return (magnitude, negative, digits, start &+ digits)
 }
 
 /// ``parsePlainLine(_:_:_:)`` for a row of four integer cells (time, x, y, z) and its line
-/// ending, for a plan with ``FastRowPlan/integerRows``: the same sample and bytes taken, with
-/// no fraction, no column skipping and the time scaled by one multiply. Nil for any other
-/// row (then ``parsePlainLine(_:_:_:)`` decides). `p` must be followed by a non-digit byte
-/// within the bytes the caller owns and 16 readable bytes after it (the reader's 0 byte and
-/// padding), like ``parsePlainLine(_:_:_:)``.
+/// ending, for a plan with ``FastRowPlan/integerRows``: the same sample, written to `sample`,
+/// and the same bytes taken (returned), with no fraction, no column skipping and the time
+/// scaled by one multiply. Nil for any other row (then ``parsePlainLine(_:_:_:)`` decides; the
+/// memory at `sample` may have been written). Each value is written as soon as its cell is
+/// read: the loop then keeps no cell's value or sign in a register while it reads the next.
+/// `p` must be followed by a non-digit byte within the bytes the caller owns and 16 readable
+/// bytes after it (the reader's 0 byte and padding), like ``parsePlainLine(_:_:_:)``.
+///
+/// `reciprocals` points to the plan's exact reciprocal and its negation: a cell's value times
+/// the one its sign picks is the value with the sign applied times the reciprocal, bit for bit
+/// (rounding is symmetric; "-0" gives -0.0). Picked by a load, with no branch on the sign
+/// (signs are random: a branch would mispredict; a Double has no conditional move), as long as
+/// the compiler cannot see the two values: callers pass memory they filled elsewhere.
 @_transparent
-func parseIntegerLine(_ p: UnsafePointer<UInt8>, _ plan: FastRowPlan) -> (
-    sample: AccelerationSample, taken: Int
-)? {
-    let separator = plan.separator
-    guard let t = scanIntegerCell(p, 0, separator), t.digits <= plan.maximumTimeDigits,
-        let x = scanIntegerCell(p, t.end &+ 1, separator),
-        let y = scanIntegerCell(p, x.end &+ 1, separator),
-        let z = scanIntegerCell(p, y.end &+ 1, separator, endsLine: true)
-    else { return nil }
-    var taken = z.end &+ 1
-    if p[z.end] == 13 {
-        // parseRow sees the line without one CR.
-        guard p[taken] == 10 else { return nil }
-        taken &+= 1
+func parseIntegerLine(
+    _ p: UnsafePointer<UInt8>, separator: UInt8, maximumTimeDigits: Int, timeMultiplier: Int64,
+    reciprocals: UnsafeRawPointer, into sample: UnsafeMutablePointer<AccelerationSample>
+) -> Int? {
+    // As PlainNumber's doubleValue times the exact reciprocal, bit for bit. The magnitudes
+    // (below 10^15) are converted as Int64s: one instruction instead of the several of a
+    // UInt64, the same Double. Always finite (see FastRowPlan.integerRows).
+    func axis(_ cell: (magnitude: UInt64, negative: Int, digits: Int, end: Int)) -> Float {
+        Float(
+            Double(Int64(truncatingIfNeeded: cell.magnitude))
+                * reciprocals.load(fromByteOffset: cell.negative &* 8, as: Double.self))
     }
+    let t = integerCell(p, 0, inlineLong: true)
+    guard t.digits != 0 && t.digits <= maximumTimeDigits && p[t.end] == separator else { return nil }
     // At most 18 digits after scaling: no overflow. "-0" is 0, as scaledInt64 gives.
-    let magnitude = Int64(truncatingIfNeeded: t.magnitude) &* plan.timeMultiplier
+    let magnitude = Int64(truncatingIfNeeded: t.magnitude) &* timeMultiplier
     let signMask = 0 &- Int64(truncatingIfNeeded: t.negative)
     let time = (magnitude ^ signMask) &- signMask
-    // As PlainNumber's doubleValue times the exact reciprocal, bit for bit.
-    guard let reciprocal = plan.exactReciprocal else { return nil }
-    let fx = Float(signedDouble(x.magnitude, x.negative) * reciprocal)
-    let fy = Float(signedDouble(y.magnitude, y.negative) * reciprocal)
-    let fz = Float(signedDouble(z.magnitude, z.negative) * reciprocal)
-    guard fx.isFinite && fy.isFinite && fz.isFinite else { return nil }
-    return (AccelerationSample(timestamp: time, x: fx, y: fy, z: fz), taken)
+    let x = integerCell(p, t.end &+ 1)
+    guard x.digits != 0 && p[x.end] == separator else { return nil }
+    sample.pointer(to: \.x)!.initialize(to: axis(x))
+    let y = integerCell(p, x.end &+ 1)
+    guard y.digits != 0 && p[y.end] == separator else { return nil }
+    sample.pointer(to: \.y)!.initialize(to: axis(y))
+    let z = integerCell(p, y.end &+ 1)
+    // An LF, or a CR and an LF (parseRow sees the line without one CR).
+    let cr = p[z.end] == 13 ? 1 : 0
+    guard z.digits != 0 && p[z.end &+ cr] == 10 else { return nil }
+    sample.pointer(to: \.z)!.initialize(to: axis(z))
+    sample.pointer(to: \.timestamp)!.initialize(to: time)
+    return z.end &+ cr &+ 1
 }
 
-/// ``parseIntegerLine(_:_:)`` out of line, for the rows the reader samples to detect units.
+/// ``parseIntegerLine(_:separator:maximumTimeDigits:timeMultiplier:reciprocals:into:)`` for
+/// `plan` (with ``FastRowPlan/integerRows``), out of line: for the rows the reader samples to
+/// detect units, and for tests.
 @inline(never)
 func parseIntegerLineOutlined(_ p: UnsafePointer<UInt8>, _ plan: FastRowPlan) -> (
     sample: AccelerationSample, taken: Int
 )? {
-    parseIntegerLine(p, plan)
+    guard plan.integerRows, let reciprocal = plan.exactReciprocal else { return nil }
+    var reciprocals = (reciprocal, -reciprocal)
+    var sample = AccelerationSample(timestamp: 0, x: 0, y: 0, z: 0)
+    let taken = withUnsafeBytes(of: &reciprocals) { reciprocals in
+        parseIntegerLine(
+            p, separator: plan.separator, maximumTimeDigits: plan.maximumTimeDigits,
+            timeMultiplier: plan.timeMultiplier, reciprocals: reciprocals.baseAddress!, into: &sample)
+    }
+    guard let taken else { return nil }
+    return (sample, taken)
+}
+
+/// Parses integer rows
+/// (``parseIntegerLine(_:separator:maximumTimeDigits:timeMultiplier:reciprocals:into:)``) one
+/// after the other from the `available` bytes at `p` into `samples`, up to `capacity`, while
+/// time does not go back (from `previous` on); returns how many and the bytes they took. A
+/// function of its own, with the plan's few values as arguments: the loop keeps its state in
+/// registers, and `reciprocals` stays opaque (see
+/// ``parseIntegerLine(_:separator:maximumTimeDigits:timeMultiplier:reciprocals:into:)``).
+@inline(never)
+func parseIntegerLines(
+    _ p: UnsafePointer<UInt8>, _ available: Int, separator: UInt8, maximumTimeDigits: Int,
+    timeMultiplier: Int64, reciprocals: UnsafeRawPointer, after previous: Int64,
+    into samples: UnsafeMutablePointer<AccelerationSample>, capacity: Int
+) -> (count: Int, taken: Int) {
+    var row = p
+    let end = p + available
+    var next = samples
+    let last = samples + capacity
+    var previous = previous
+    while next < last && row < end,
+        let used = parseIntegerLine(
+            row, separator: separator, maximumTimeDigits: maximumTimeDigits, timeMultiplier: timeMultiplier,
+            reciprocals: reciprocals, into: next),
+        next.pointee.timestamp >= previous
+    {
+        previous = next.pointee.timestamp
+        next += 1
+        row += used
+    }
+    return (samples.distance(to: next), p.distance(to: row))
 }
 
 /// Parses plain rows one after the other from the `available` bytes at `p` (the unread part
@@ -498,16 +625,15 @@ func parsePlainLines(
     var previous = previousTime
     // Integer rows first while they last (a row that is not one ends the integer loop, so a
     // file of decimals pays for one failed try per batch).
-    if plan.integerRows {
-        while count < samples.count && taken < available,
-            let (sample, used) = parseIntegerLine(p + taken, plan),
-            sample.timestamp >= previous
-        {
-            (base + count).pointee = sample
-            count &+= 1
-            taken &+= used
-            previous = sample.timestamp
+    if plan.integerRows, let reciprocal = plan.exactReciprocal {
+        var reciprocals = (reciprocal, -reciprocal)
+        (count, taken) = withUnsafeBytes(of: &reciprocals) { reciprocals in
+            parseIntegerLines(
+                p, available, separator: plan.separator, maximumTimeDigits: plan.maximumTimeDigits,
+                timeMultiplier: plan.timeMultiplier, reciprocals: reciprocals.baseAddress!, after: previous,
+                into: base, capacity: samples.count)
         }
+        if count > 0 { previous = base[count &- 1].timestamp }
     }
     while count < samples.count && taken < available,
         let (sample, used) = parsePlainLine(p + taken, available &- taken, plan),

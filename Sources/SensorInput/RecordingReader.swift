@@ -122,7 +122,15 @@ public struct RecordingReader: Sendable {
     ) {
         var reader = try RecordingReader(path: path, options: options)
         var samples = 0
-        while try reader.next() != nil { samples += 1 }
+        // In batches, as a replay reads (ReadAhead).
+        let batch = UnsafeMutablePointer<AccelerationSample>.allocate(capacity: 4096)
+        defer { batch.deallocate() }
+        while true {
+            var count = 0
+            let more = try reader.read(into: batch, capacity: 4096, count: &count)
+            samples += count
+            if !more { break }
+        }
         return (samples, reader.bytesRead)
     }
 
@@ -149,20 +157,82 @@ public struct RecordingReader: Sendable {
             }
             // The fast path: plain rows straight from the buffer, each one's end found by
             // parsing it.
-            if let plan, start < end {
-                let pointer = UnsafePointer(buffer.pointer + start)
-                let available = end &- start
-                let previous = previousTime
-                let (count, taken) = ahead.withUnsafeMutableBufferPointer { samples in
-                    parsePlainLines(pointer, available, plan, after: previous, into: samples)
+            if plan != nil && start < end {
+                // Out of `self` while parsing into it (swapped, so no copy is made).
+                var batch: [AccelerationSample] = []
+                swap(&batch, &ahead)
+                let count = batch.withUnsafeMutableBufferPointer { samples in
+                    parseAhead(into: samples.baseAddress!, capacity: samples.count)
                 }
+                swap(&batch, &ahead)
                 if count > 0 {
-                    start &+= taken
                     aheadCount = count
                     aheadIndex = 0
                     continue
                 }
             }
+            return try nextRow()
+        }
+    }
+
+    /// Reads samples into `samples` from `count` on, until `capacity` (then true) or the end
+    /// of the file (then false); `count` says how many there are, also when a bad row throws
+    /// (the samples before it stay). The same samples, errors, ``line`` and ``skipped`` as
+    /// calling ``next()`` that many times, without its per-sample work: plain rows are parsed
+    /// straight into `samples`.
+    public mutating func read(
+        into samples: UnsafeMutablePointer<AccelerationSample>, capacity: Int, count: inout Int
+    ) throws(RecordingError) -> Bool {
+        while count < capacity {
+            // Samples next() parsed ahead and has not handed out yet.
+            if aheadIndex < aheadCount {
+                let sample = ahead[aheadIndex]
+                aheadIndex &+= 1
+                line &+= 1
+                previousTime = sample.timestamp
+                previousLine = line
+                (samples + count).initialize(to: sample)
+                count &+= 1
+                continue
+            }
+            if plan != nil && start < end {
+                let parsed = parseAhead(into: samples + count, capacity: capacity &- count)
+                if parsed > 0 {
+                    count &+= parsed
+                    line &+= parsed
+                    previousTime = samples[count &- 1].timestamp
+                    previousLine = line
+                    continue
+                }
+            }
+            guard let sample = try nextRow() else { return false }
+            (samples + count).initialize(to: sample)
+            count &+= 1
+        }
+        return true
+    }
+
+    /// The fast path: plain rows from the unread bytes, parsed into `samples` (up to
+    /// `capacity`, at least 1) while they last and time does not go back, and their bytes taken
+    /// (the caller counts their lines). Returns how many; 0 when the next row is not plain or
+    /// its line ending is not in the buffer yet. Only with a plan.
+    @inline(__always)
+    private mutating func parseAhead(into samples: UnsafeMutablePointer<AccelerationSample>, capacity: Int)
+        -> Int
+    {
+        guard let plan else { return 0 }
+        let (count, taken) = parsePlainLines(
+            UnsafePointer(buffer.pointer + start), end &- start, plan, after: previousTime,
+            into: UnsafeMutableBufferPointer(start: samples, count: capacity))
+        start &+= taken
+        return count
+    }
+
+    /// The next sample the slow way: the next line found first, then parsed by
+    /// ``parsePlainRow(_:_:_:)`` or ``parseRow(_:_:_:)``; blank lines skipped, bad rows
+    /// thrown or skipped. Nil at the end of the file.
+    private mutating func nextRow() throws(RecordingError) -> AccelerationSample? {
+        while true {
             guard let range = try nextLine() else { return nil }
             let base = UnsafePointer(buffer.pointer + range.lowerBound)
             var count = range.count

@@ -27,17 +27,13 @@ struct ReadAhead: ~Copyable {
         var end: Result<SkippedRows, RecordingError>?
 
         /// Reads up to ``batchSize`` samples; sets ``end`` when the reader ends or fails (the
-        /// samples before a failure stay in the batch).
+        /// samples before a failure stay in the batch). The reader parses plain rows straight
+        /// into the slot's memory.
         mutating func fill(from reader: inout RecordingReader) {
             count = 0
             do throws(RecordingError) {
-                while count < ReadAhead.batchSize {
-                    guard let sample = try reader.next() else {
-                        end = .success(reader.skipped)
-                        break
-                    }
-                    (samples + count).initialize(to: sample)
-                    count += 1
+                if try !reader.read(into: samples, capacity: ReadAhead.batchSize, count: &count) {
+                    end = .success(reader.skipped)
                 }
             } catch {
                 end = .failure(error)

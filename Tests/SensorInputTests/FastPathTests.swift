@@ -227,7 +227,7 @@ struct FastPathTests {
                 fourIntegers += 1
             }
             withPadded(text) { p, available in
-                guard let (fast, used) = parseIntegerLine(p, plan) else { return }
+                guard let (fast, used) = parseIntegerLineOutlined(p, plan) else { return }
                 guard case .sample(let sample) = parseRow(p, realCount, layout) else {
                     Issue.record("integer path took '\(text.debugDescription)', parseRow did not")
                     return
@@ -245,6 +245,87 @@ struct FastPathTests {
         }
         #expect(fourIntegers > 5000)
         #expect(taken >= fourIntegers, "the integer path took \(taken) of \(fourIntegers) integer rows")
+    }
+
+    /// The literal tables of powers of ten are the computed powers, bit for bit.
+    @Test func powerOfTenTablesAreExact() {
+        #expect(integerPowersOfTen.count == 20 && doublePowersOfTen.count == 23)
+        for k in 0...19 { #expect(integerPowerOfTenTable(k) == integerPowerOfTen(k), "10^\(k)") }
+        for k in 0...22 {
+            #expect(doublePowerOfTenTable(k).bitPattern == exactPowerOfTen(k).bitPattern, "10^\(k)")
+        }
+    }
+
+    /// Integer rows at the edges of the integer path, one by one against parseRow: cells of 7,
+    /// 8, 9, 15 and 16 characters (one or two 8-byte words, the longest taken, the first left),
+    /// "-0", leading zeros, signs and line endings it must leave to the other paths.
+    @Test(arguments: [
+        "1,2,3,4", "0,-0,-0,0", "-0,0,0,-0", "007,-007,0000001,-0000000", "1234567,-1234567,7654321,1",
+        "12345678,-12345678,87654321,-1", "123456789,1,-123456789,2", "123456789012345,1,2,3",
+        "1,-12345678901234,123456789012345,-1", "1,-123456789012345,2,3", "1,2,3,1234567890123456",
+        "999999999999,1,2,3", "9999999999999,1,2,3", "-,1,2,3", "1,-,2,3", "1,2,3,-", "1,,2,3", "1,2,3,",
+        "1,2,3,4,5", "1,2,3", "1,+2,3,4", "1,2 ,3,4", "1,2,3,4 ", "1.,2,3,4", "1,2,3,4x", "1,--2,3,4",
+    ])
+    func integerRowEdgesMatchParseRow(line: String) {
+        for ending in ["\n", "\r\n", "\r", "\r\r\n", ""] {
+            for separator in [",", ";", "\t"] {
+                let row = line.replacingOccurrences(of: ",", with: separator)
+                let layout = RowLayout(
+                    separator: UInt8(ascii: separator.unicodeScalars.first!), timeColumn: 0, xColumn: 1,
+                    yColumn: 2, zColumn: 3, lastColumn: 3, timeShift: 6, perG: 8192, columnNames: [])
+                guard let plan = FastRowPlan(layout), plan.integerRows else {
+                    Issue.record("no integer plan")
+                    return
+                }
+                // The 0 byte the reader writes after its bytes, then padding.
+                var bytes = Array((row + ending).utf8) + [0]
+                bytes += Array(repeating: UInt8(ascii: "7"), count: ChunkBuffer.padding)
+                bytes.withUnsafeBufferPointer { buffer in
+                    let p = buffer.baseAddress!
+                    guard let (fast, used) = parseIntegerLineOutlined(p, plan) else { return }
+                    #expect(
+                        ending == "\n" || ending == "\r\n",
+                        "\(row.debugDescription) \(ending.debugDescription)")
+                    guard case .sample(let sample) = parseRow(p, row.utf8.count, layout) else {
+                        Issue.record("integer path took \(row.debugDescription), parseRow did not")
+                        return
+                    }
+                    #expect(bits(fast) == bits(sample), "\(row.debugDescription)")
+                    #expect(used == (row + ending).utf8.count, "\(row.debugDescription)")
+                }
+            }
+        }
+    }
+
+    /// Integer rows whose cells, line endings or 0 byte fall at every place of the buffer's end
+    /// (buffers of 40 to 80 bytes, refilled in the middle of rows), read with and without the
+    /// fast path, sample by sample and in batches.
+    @Test func integerRowsAtTheBufferEndReadTheSame() throws {
+        var random = SplitMix64(seed: 78)
+        var text = "Time (ms),X,Y,Z\n"
+        var time = 0
+        for row in 0..<300 {
+            time += Int.random(in: 0...(row % 50 == 0 ? 90_000_000 : 200), using: &random)
+            let cells = (0..<3).map { _ in
+                let value = Int.random(in: -99_999...99_999, using: &random)
+                return value == 0 && Bool.random(using: &random) ? "-0" : String(value)
+            }
+            let ending = row % 7 == 0 ? "\r\n" : "\n"
+            text += "\(time),\(cells.joined(separator: ","))\(ending)"
+        }
+        text += "\(time),1,2,3"  // no line ending at the end
+        for bufferSize in 40...80 {
+            var fast = RecordingReader.Options()
+            fast.bufferSize = bufferSize
+            var slow = fast
+            slow.rowFastPath = false
+            let expected = readBytes(Array(text.utf8), slow)
+            #expect(expected.error == nil && expected.samples.count == 301)
+            #expect(readBytes(Array(text.utf8), fast) == expected, "buffer of \(bufferSize)")
+            #expect(
+                readBytes(Array(text.utf8), fast, batch: 7) == batched(expected, 7), "buffer of \(bufferSize)"
+            )
+        }
     }
 
     /// Every recording in ../shared/data and every format sample reads the same with and
@@ -265,7 +346,12 @@ struct FastPathTests {
                 fast.bufferSize = 4096  // refills in the middle of rows as well
                 var slow = fast
                 slow.rowFastPath = false
-                #expect(read(path, fast) == read(path, slow), "\(file), skipBadRows \(skip)")
+                let expected = read(path, slow)
+                #expect(read(path, fast) == expected, "\(file), skipBadRows \(skip)")
+                // In batches (as a replay reads) too, of a size that splits the buffer's rows.
+                #expect(
+                    read(path, fast, batch: 1000) == batched(expected, 1000),
+                    "\(file) in batches, skipBadRows \(skip)")
             }
         }
     }
@@ -287,9 +373,16 @@ struct FastPathTests {
                     fast.maximumRead = maximumRead
                     var slow = fast
                     slow.rowFastPath = false
+                    let expected = readBytes(Array(text.utf8), slow)
                     #expect(
-                        readBytes(Array(text.utf8), fast) == readBytes(Array(text.utf8), slow),
+                        readBytes(Array(text.utf8), fast) == expected,
                         "\(text.debugDescription), skipBadRows \(skip), reads of \(maximumRead)")
+                    for batch in [1, 2, 5] {
+                        #expect(
+                            readBytes(Array(text.utf8), fast, batch: batch) == batched(expected, batch),
+                            "\(text.debugDescription), skipBadRows \(skip), reads of \(maximumRead), batches of \(batch)"
+                        )
+                    }
                 }
             }
         }
@@ -302,31 +395,57 @@ private struct Outcome: Equatable {
     var error: String?
     var skipped = ""
     var bytes = 0
+    var lastLine = 0
 }
 
-private func read(_ path: String, _ options: RecordingReader.Options) -> Outcome {
-    outcome { () throws(RecordingError) in try RecordingReader(path: path, options: options) }
+private func read(_ path: String, _ options: RecordingReader.Options, batch: Int? = nil) -> Outcome {
+    outcome(batch: batch) { () throws(RecordingError) in try RecordingReader(path: path, options: options) }
 }
 
-private func readBytes(_ bytes: [UInt8], _ options: RecordingReader.Options) -> Outcome {
-    outcome { () throws(RecordingError) in
+private func readBytes(_ bytes: [UInt8], _ options: RecordingReader.Options, batch: Int? = nil) -> Outcome {
+    outcome(batch: batch) { () throws(RecordingError) in
         try RecordingReader(bytes: bytes, name: "walk.csv", options: options)
     }
 }
 
 /// Everything a reader made by `open` gives: each sample's bits and line, the rows skipped, the
-/// bytes read, and the error it stopped at.
-private func outcome(_ open: () throws(RecordingError) -> RecordingReader) -> Outcome {
+/// bytes read, the last line read and the error it stopped at. Read with `next()`, or with
+/// `read(into:)` in batches of `batch` samples after one `next()` (so that batches also start
+/// with samples it parsed ahead): then only the line after each full batch is known, the others
+/// are 0 (compare with ``batched(_:_:)``).
+private func outcome(batch: Int? = nil, _ open: () throws(RecordingError) -> RecordingReader) -> Outcome {
     var outcome = Outcome()
     do {
         var reader = try open()
         defer {
             outcome.skipped = reader.skipped.description
             outcome.bytes = reader.bytesRead
+            outcome.lastLine = reader.line
         }
         do {
-            while let sample = try reader.next() {
-                outcome.samples.append(bits(sample) + [UInt64(reader.line)])
+            if let batch {
+                if let sample = try reader.next() {
+                    outcome.samples.append(bits(sample) + [UInt64(reader.line)])
+                }
+                let samples = UnsafeMutablePointer<AccelerationSample>.allocate(capacity: batch)
+                defer { samples.deallocate() }
+                var more = true
+                while more {
+                    var count = 0
+                    var full = false
+                    defer {
+                        for index in 0..<count {
+                            let line = full && index == count - 1 ? UInt64(reader.line) : 0
+                            outcome.samples.append(bits(samples[index]) + [line])
+                        }
+                    }
+                    more = try reader.read(into: samples, capacity: batch, count: &count)
+                    full = more && count == batch
+                }
+            } else {
+                while let sample = try reader.next() {
+                    outcome.samples.append(bits(sample) + [UInt64(reader.line)])
+                }
             }
         } catch {
             outcome.error = error.description
@@ -335,4 +454,14 @@ private func outcome(_ open: () throws(RecordingError) -> RecordingReader) -> Ou
         outcome.error = error.description
     }
     return outcome
+}
+
+/// `outcome` (read with `next()`) as ``outcome(batch:_:)`` gives it with batches of `batch`:
+/// the lines of the samples that end no full batch set to 0.
+private func batched(_ outcome: Outcome, _ batch: Int) -> Outcome {
+    var copy = outcome
+    for index in copy.samples.indices where index != 0 && !index.isMultiple(of: batch) {
+        copy.samples[index][4] = 0
+    }
+    return copy
 }
