@@ -147,14 +147,7 @@ public struct RecordingReader: Sendable {
     /// bad rows are counted in ``skipped`` and reading goes on.
     public mutating func next() throws(RecordingError) -> AccelerationSample? {
         while true {
-            if aheadIndex < aheadCount {
-                let sample = ahead[aheadIndex]
-                aheadIndex &+= 1
-                line &+= 1
-                previousTime = sample.timestamp
-                previousLine = line
-                return sample
-            }
+            if aheadIndex < aheadCount { return takeAhead() }
             // The fast path: plain rows straight from the buffer, each one's end found by
             // parsing it.
             if plan != nil && start < end {
@@ -175,6 +168,18 @@ public struct RecordingReader: Sendable {
         }
     }
 
+    /// The next sample parsed ahead and not handed out yet (`aheadIndex < aheadCount`), with
+    /// the line it came from accounted for.
+    @inline(__always)
+    private mutating func takeAhead() -> AccelerationSample {
+        let sample = ahead[aheadIndex]
+        aheadIndex &+= 1
+        line &+= 1
+        previousTime = sample.timestamp
+        previousLine = line
+        return sample
+    }
+
     /// Reads samples into `samples` from `count` on, until `capacity` (then true) or the end
     /// of the file (then false); `count` says how many there are, also when a bad row throws
     /// (the samples before it stay). The same samples, errors, ``line`` and ``skipped`` as
@@ -186,12 +191,7 @@ public struct RecordingReader: Sendable {
         while count < capacity {
             // Samples next() parsed ahead and has not handed out yet.
             if aheadIndex < aheadCount {
-                let sample = ahead[aheadIndex]
-                aheadIndex &+= 1
-                line &+= 1
-                previousTime = sample.timestamp
-                previousLine = line
-                (samples + count).initialize(to: sample)
+                (samples + count).initialize(to: takeAhead())
                 count &+= 1
                 continue
             }
