@@ -120,6 +120,8 @@ public final class ExecDenyShield: Shield {
         let onDenied = Mutex<Callback<ExecDenial>?>(nil)
         /// Who is told of the shield's warnings (a scan of running programs that took long).
         let onWarning = Mutex<Callback<String>?>(nil)
+        /// Who is told of the shield's notices (every process of a user stopped for a scan).
+        let onNotice = Mutex<Callback<String>?>(nil)
         /// Files of unlocked stores whose gated openers are remembered (and confined), with
         /// the stores whose files they are.
         let watched = Mutex<[FileID: Set<String>]>([:])
@@ -190,6 +192,16 @@ public final class ExecDenyShield: Shield {
         set {
             let box: Callback<String>? = newValue.map { Callback($0) }
             denied.onWarning.withLock { $0 = box }
+        }
+    }
+
+    /// Where the shield's notices go (every process of a gated user stopped for a scan, where no
+    /// cgroup could be frozen; at most one a minute).
+    public var onNotice: (@Sendable (String) -> Void)? {
+        get { denied.onNotice.withLock { $0 }?.call }
+        set {
+            let box: Callback<String>? = newValue.map { Callback($0) }
+            denied.onNotice.withLock { $0 = box }
         }
     }
 
@@ -285,7 +297,8 @@ public final class ExecDenyShield: Shield {
             denied = Denied(privilegedGroup: privilegedGroup, confinement: confinement)
             reaper = Reaper(
                 privilegedGroup: privilegedGroup, grace: gracePeriod, confinement: confinement,
-                log: { [denied] in denied.onWarning.withLock { $0 }?.call($0) })
+                log: { [denied] in denied.onWarning.withLock { $0 }?.call($0) },
+                notice: { [denied] in denied.onNotice.withLock { $0 }?.call($0) })
             denied.answering.store(false, ordering: .relaxed)
             watcher = FolderWatcher()
             responders = Self.startResponders(group: group, denied: denied)
@@ -317,7 +330,8 @@ public final class ExecDenyShield: Shield {
         denied = Denied(privilegedGroup: privilegedGroup, confinement: confinement)
         reaper = Reaper(
             privilegedGroup: privilegedGroup, grace: gracePeriod, confinement: confinement,
-            log: { [denied] in denied.onWarning.withLock { $0 }?.call($0) })
+            log: { [denied] in denied.onWarning.withLock { $0 }?.call($0) },
+            notice: { [denied] in denied.onNotice.withLock { $0 }?.call($0) })
         watcher = FolderWatcher()
         responders = Self.startResponders(group: group, denied: denied)
     }
@@ -537,9 +551,14 @@ public final class ExecDenyShield: Shield {
             }
             if target.kind == .executable, target.value.hasPrefix("/") {
                 folders.insert(parentFolder(target.value))
+                // A Python module's cache written there later is shielded at once.
+                if target.value.hasSuffix(".py") {
+                    folders.insert(parentFolder(target.value) + "/__pycache__")
+                }
             }
             for file in files {
                 folders.insert(parentFolder(file.path))
+                if file.path.hasSuffix(".py") { folders.insert(parentFolder(file.path) + "/__pycache__") }
                 let id = FileID(device: file.device, inode: file.inode)
                 // Marked again on every recheck (adding a mark that is there is a no-op): a
                 // replaced file can reuse the inode number of one marked before, whose mark died
@@ -662,7 +681,9 @@ public final class ExecDenyShield: Shield {
 
     /// A program by path or by name on `PATH`, checked with ``TrustedPath``; while shielded,
     /// also the staging names a package manager unpacks an upgrade under
-    /// (`PATH.dpkg-new`, `PATH.dpkg-tmp`), so the new version cannot be copied before it lands.
+    /// (`PATH.dpkg-new`, `PATH.dpkg-tmp`), so the new version cannot be copied before it lands;
+    /// and for a Python module (`NAME.py`), its compiled caches (see ``bytecodeCaches(of:)``),
+    /// beside the configured path and beside the file it leads to.
     private func resolveProgram(_ name: String, extra: Set<UInt32?>) -> (
         files: [TrustedPath], problems: [String]
     ) {
@@ -681,6 +702,7 @@ public final class ExecDenyShield: Shield {
         guard let candidate else { return ([], []) }
         var files: [TrustedPath] = []
         var problems: [String] = []
+        var source: TrustedPath?
         for (index, path) in [candidate, candidate + ".dpkg-new", candidate + ".dpkg-tmp"].enumerated() {
             switch TrustedPath.resolve(path) {
             case .success(let file):
@@ -690,12 +712,70 @@ public final class ExecDenyShield: Shield {
                     problems.append(refusal)
                 } else {
                     files.append(file)
+                    if index == 0 { source = file }
                 }
             case .failure(let failure):
                 if index == 0 && !failure.missing { problems.append(failure.reason) }
             }
         }
+        // A Python module's compiled caches run it as its source does (Python only stats the
+        // source and reads a cache that matches): they are shielded with it.
+        if let source {
+            var seen = Set(files.map { FileID(device: $0.device, inode: $0.inode) })
+            for path in Self.bytecodeCaches(of: [candidate, source.path]) {
+                guard case .success(let file) = TrustedPath.resolve(path),
+                    seen.insert(FileID(device: file.device, inode: file.inode)).inserted
+                else { continue }
+                if let refusal = file.refusal(extra: extra) {
+                    problems.append(refusal)
+                } else {
+                    files.append(file)
+                }
+            }
+        }
         return (files, problems)
+    }
+
+    /// The compiled caches Python reads in place of the module source files `sources`
+    /// (`NAME.py`): `__pycache__/NAME.TAG.pyc` and `__pycache__/NAME.TAG.opt-N.pyc` beside each
+    /// (any interpreter's tag and optimisation level, as `py_compile` and Debian's `py3compile`
+    /// write them), and the legacy `NAME.pyc` and `NAME.pyo` beside it. Paths that exist now;
+    /// none for a file not named `*.py`.
+    static func bytecodeCaches(of sources: [String]) -> Set<String> {
+        var caches: Set<String> = []
+        for source in sources where source.hasSuffix(".py") {
+            guard let slash = source.lastIndex(of: "/") else { continue }
+            let folder = String(source[..<slash])
+            let name = String(source[source.index(after: slash)...].dropLast(3))
+            guard !name.isEmpty else { continue }
+            for legacy in [name + ".pyc", name + ".pyo"] {
+                let path = folder + "/" + legacy
+                if access(path, F_OK) == 0 { caches.insert(path) }
+            }
+            let cacheFolder = folder + "/__pycache__"
+            for entry in (try? FileManager.default.contentsOfDirectory(atPath: cacheFolder)) ?? []
+            where isBytecodeCache(entry, of: name) {
+                caches.insert(cacheFolder + "/" + entry)
+            }
+        }
+        return caches
+    }
+
+    /// Whether `entry` of a `__pycache__` folder is a cache of module `name`: `NAME.TAG.pyc` or
+    /// `NAME.TAG.opt-N.pyc`, where the tag (`cpython-311`, `pypy39`) has no dot (so the cache
+    /// of a module `NAME.other` is not one).
+    static func isBytecodeCache(_ entry: String, of name: String) -> Bool {
+        guard entry.hasPrefix(name + "."), entry.hasSuffix(".pyc"), entry.count > name.count + 5 else {
+            return false
+        }
+        let middle = entry.dropFirst(name.count + 1).dropLast(4)
+        let parts = middle.split(separator: ".", omittingEmptySubsequences: false)
+        guard let tag = parts.first, !tag.isEmpty else { return false }
+        switch parts.count {
+        case 1: return true
+        case 2: return parts[1].hasPrefix("opt-") && parts[1].count > 4
+        default: return false
+        }
     }
 
     /// Programs of the `.desktop` entries in a category. An entry that a non-root user can

@@ -18,7 +18,9 @@ import Foundation
 /// machine) can only be held by stopping every process of its user at once: one `kill(-1,
 /// SIGSTOP)` sent as that user reaches a process being forked and its new child too. The
 /// user's shells see their jobs stop and go on, so this is done only where a program has been
-/// seen forking away (``RunningProcess/signal(_:)`` found it gone).
+/// seen forking away (``RunningProcess/signal(_:)`` found it gone). A parent of theirs that is
+/// not theirs and stopped itself meanwhile (root's `runuser`, `su` or `sudo` pass their child's
+/// job-control stop on to their own parent) is continued with them.
 struct Freezer {
     /// A process to hold: its ids and the cgroup (v2) it is in.
     struct Member: Hashable {
@@ -82,10 +84,14 @@ struct Freezer {
     /// `settle` for the freeze to take. A cgroup is frozen only when it is the user's slice or
     /// every process in it is gated (not root's, not `privilegedGroup`'s). `body` returns the processes it stopped itself: they
     /// stay stopped when the users' other processes go on. Returns which members were not held.
+    ///
+    /// `stoppedAll` hears of every user whose processes were all stopped, once they go on, with
+    /// the stopped parents of theirs that were continued (see ``parentsToContinue(_:stoppedBefore:kept:)``).
     @discardableResult
     static func holding(
         _ members: [Member], stopping: Set<UInt32>, privilegedGroup: UInt32? = nil,
-        settle: Duration = .milliseconds(200), keeping body: () -> Set<RunningProcess>
+        settle: Duration = .milliseconds(200), keeping body: () -> Set<RunningProcess>,
+        stoppedAll: (_ uid: UInt32, _ parentsContinued: [RunningProcess]) -> Void = { _, _ in }
     ) -> [Member] {
         var groups: Set<String> = []
         var loose: [Member] = []
@@ -128,23 +134,41 @@ struct Freezer {
             for group in frozen.reversed() { _ = write("0", to: group + "/cgroup.freeze") }
             if !freezing.isEmpty { unlink(ledger) }
         }
-        // Users stopped, and their processes that were stopped before (they stay so).
-        var stopped: [(uid: UInt32, before: Set<RunningProcess>)] = []
+        // Users stopped, their processes that were stopped before (they stay so), and the
+        // stopped parents of theirs (another user's, root's) then.
+        var stopped: [(uid: UInt32, before: Set<RunningProcess>, parentsBefore: Set<RunningProcess>)] = []
         var kept: Set<RunningProcess> = []
         var users: [UInt32: UInt32] = [:]
         for member in loose where member.uid != 0 && stopping.contains(member.uid) {
             users[member.uid] = member.gid
         }
         for (uid, gid) in users.sorted(by: { $0.key < $1.key }) {
-            let before = Set(processes(of: uid).filter { $0.state == "T" })
-            if stepgate_signal_every_process_of(uid, gid, SIGSTOP) == 0 { stopped.append((uid, before)) }
+            let theirs = processes(of: uid)
+            let before = Set(theirs.filter { $0.state == "T" })
+            let parentsBefore = Set(stoppedParents(of: theirs).keys)
+            if stepgate_signal_every_process_of(uid, gid, SIGSTOP) == 0 {
+                stopped.append((uid, before, parentsBefore))
+            }
         }
         defer {
-            for (uid, before) in stopped {
+            for (uid, before, parentsBefore) in stopped {
                 for process in processes(of: uid)
                 where process.state == "T" && !before.contains(process) && !kept.contains(process) {
                     process.signal(SIGCONT)
                 }
+                // A `runuser`, `su` or `sudo` of root's stops itself when its child stops (it
+                // passes the job-control stop on to its own parent) and waits for a SIGCONT
+                // that only it would get: it is continued too, and sends its child one. Looked
+                // at twice, the second time after 20 ms: it may still have been on its way to
+                // stopping itself.
+                var continued: [RunningProcess] = []
+                for pass in 0..<2 {
+                    if pass > 0 { usleep(20_000) }
+                    let parents = parentsToContinue(
+                        stoppedParents(of: processes(of: uid)), stoppedBefore: parentsBefore, kept: kept)
+                    for parent in parents where parent.signal(SIGCONT) { continued.append(parent) }
+                }
+                stoppedAll(uid, continued)
             }
         }
         let deadline = ContinuousClock.now + settle
@@ -186,6 +210,36 @@ struct Freezer {
         defer { close(fd) }
         let bytes = Array(groups.map { $0 + "\n" }.joined().utf8)
         return bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress!, $0.count) } == bytes.count
+    }
+
+    /// The parents of `children` that are stopped now (state `T`) and are not among them, each
+    /// with its children among them.
+    static func stoppedParents(of children: [RunningProcess]) -> [RunningProcess: Set<RunningProcess>] {
+        let theirs = Set(children.map(\.pid))
+        var parents: [RunningProcess: Set<RunningProcess>] = [:]
+        for child in children {
+            guard let stat = ProcFile.read("/proc/\(child.pid)/stat", limit: 4096),
+                RunningProcess(pid: child.pid, stat: stat.bytes)?.startTime == child.startTime,
+                let id = RunningProcess.parent(stat.bytes), id > 1, id != getpid(), !theirs.contains(id),
+                let parent = RunningProcess(pid: id), parent.state == "T", parent.startTime <= child.startTime
+            else { continue }
+            parents[parent, default: []].insert(child)
+        }
+        return parents
+    }
+
+    /// Which stopped parents (each with its children among the stopped user's processes) to
+    /// continue after the user's processes went on: those not stopped before the stop-all, and
+    /// none of whose children stays stopped (`kept`: then the parent's stop is the job's, as it
+    /// would be without StepGate).
+    static func parentsToContinue(
+        _ parents: [RunningProcess: Set<RunningProcess>], stoppedBefore: Set<RunningProcess>,
+        kept: Set<RunningProcess>
+    ) -> [RunningProcess] {
+        parents.filter { parent, children in
+            parent.state == "T" && !stoppedBefore.contains(parent) && children.isDisjoint(with: kept)
+        }
+        .keys.sorted { $0.pid < $1.pid }
     }
 
     /// The processes whose real user id is `uid`.

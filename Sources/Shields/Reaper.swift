@@ -62,6 +62,9 @@ final class Reaper: Sendable {
     private let lastSlowRoundReport = Mutex<ContinuousClock.Instant?>(nil)
     /// Where a slow round is reported.
     let log: @Sendable (String) -> Void
+    /// Where a round that stopped every process of a user is reported (once per minute at most).
+    let notice: @Sendable (String) -> Void
+    private let lastStopAllReport = Mutex<ContinuousClock.Instant?>(nil)
     private let stopped = Atomic<Bool>(false)
     private let privilegedGroup: UInt32?
     private let grace: Duration
@@ -72,13 +75,15 @@ final class Reaper: Sendable {
 
     init(
         privilegedGroup: UInt32?, grace: Duration, confinement: Confinement? = nil,
-        descriptorBudget: Duration = .milliseconds(200), log: @escaping @Sendable (String) -> Void = { _ in }
+        descriptorBudget: Duration = .milliseconds(200), log: @escaping @Sendable (String) -> Void = { _ in },
+        notice: @escaping @Sendable (String) -> Void = { _ in }
     ) {
         self.privilegedGroup = privilegedGroup
         self.confinement = confinement
         self.grace = grace
         self.descriptorBudget = descriptorBudget
         self.log = log
+        self.notice = notice
         if getuid() == 0 { Freezer.thawLeftovers() }
         let thread = Thread { [self] in self.run() }
         thread.name = "stepgate-reaper"
@@ -156,6 +161,24 @@ final class Reaper: Sendable {
         }
     }
 
+    /// Logs a round's stops of every process of a user (see ``Freezer``), once per minute at most.
+    private func reportStopAll(_ users: [UInt32: Int]) {
+        let now = ContinuousClock.now
+        let report = lastStopAllReport.withLock { last in
+            guard last.map({ now - $0 >= .seconds(60) }) ?? true else { return false }
+            last = now
+            return true
+        }
+        guard report else { return }
+        let text = users.sorted { $0.key < $1.key }.map { uid, parents in
+            "uid \(uid)"
+                + (parents > 0 ? " (\(parents) stopped parent process(es) of another user continued)" : "")
+        }
+        notice(
+            "exec shield: a shielded program was seen forking away and no cgroup could be frozen: every process of \(text.joined(separator: ", ")) was stopped for a scan and went on"
+        )
+    }
+
     /// Acts on the confinement groups at every change and every 250 ms: the relock's SIGTERM at
     /// once, `cgroup.kill` within 250 ms of the grace period's end.
     private func runConfinement(_ confinement: Confinement) {
@@ -185,6 +208,13 @@ final class Reaper: Sendable {
             }
         }
         guard !stores.isEmpty else { return }
+        // Users all of whose processes were stopped in this round (no cgroup of theirs could be
+        // frozen), and how many stopped parents of theirs were continued: one line per round.
+        var stoppedAll: [UInt32: Int] = [:]
+        let noteStopAll = { (uid: UInt32, parents: [RunningProcess]) in
+            stoppedAll[uid, default: 0] += parents.count
+        }
+        defer { if !stoppedAll.isEmpty { reportStopAll(stoppedAll) } }
         let group = privilegedGroup
         // The ids of each gated process seen in this round.
         var users: [Int32: (uid: UInt32, gid: UInt32)] = [:]
@@ -229,7 +259,7 @@ final class Reaper: Sendable {
                         keeping: {
                             result = sweep()
                             return result.stopped
-                        })
+                        }, stoppedAll: noteStopAll)
                 } else {
                     result = sweep()
                 }
@@ -242,7 +272,8 @@ final class Reaper: Sendable {
                     state.withLock { $0.stores[store.name]?.forkingAway.formUnion(uids) }
                     Freezer.holding(
                         gatedMembers().filter { uids.contains($0.uid) }, stopping: uids,
-                        privilegedGroup: privilegedGroup, keeping: { sweep().stopped })
+                        privilegedGroup: privilegedGroup, keeping: { sweep().stopped },
+                        stoppedAll: noteStopAll)
                 }
             } else {
                 // Each as soon as it is found.

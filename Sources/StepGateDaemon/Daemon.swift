@@ -82,6 +82,7 @@ package final class Daemon {
         for case let exec as ExecDenyShield in shields.shields {
             exec.onDenied = { inbox.post(.execDenied($0)) }
             exec.onWarning = { [log] in log.warning($0) }
+            exec.onNotice = { [log] in log.notice($0) }
         }
         workers = ShieldWorkers(shields) { inbox.post(.shieldOutcome($0)) }
         resolveExecutables()

@@ -438,6 +438,121 @@ struct ExecDenyShieldTests {
         #expect(states().allSatisfy { $0 == "S" }, "\(states())")
     }
 
+    /// Found by an attack as the gated user: a shielded Python module ran from the bytecode cache
+    /// root had compiled (`py_compile`, as Debian's `py3compile` does at install). Python only
+    /// stats the source and reads a cache that matches it, so importing the module, or running a
+    /// cache itself, went through while locked; and a process that imported it during an unlock
+    /// never opened the shielded file and ran on after the relock. The caches (`__pycache__`,
+    /// any tag and optimisation level, and the legacy `NAME.pyc` beside it) are shielded with it.
+    @Test(
+        .enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/setpriv"), "needs setpriv"),
+        .enabled(
+            if: FileManager.default.isExecutableFile(atPath: "/usr/bin/python3"), "needs /usr/bin/python3"))
+    func aShieldedPythonModuleCannotRunFromItsBytecodeCache() throws {
+        chmod(folder.path, 0o755)
+        let python = URL(fileURLWithPath: "/usr/bin/python3")
+        let module = folder.appendingPathComponent("gamelib.py").path
+        try """
+        import time
+        def main(seconds=0):
+            print("played", flush=True)
+            time.sleep(seconds)
+        if __name__ == "__main__":
+            main()
+        """.write(toFile: module, atomically: false, encoding: .utf8)
+        chmod(module, 0o644)
+        let legacy = module + "c"
+        // Root compiles it: the plain cache, an optimised one, and a legacy one beside it.
+        func compile() throws {
+            for arguments in [
+                ["-m", "py_compile", module], ["-O", "-m", "py_compile", module],
+                [
+                    "-c",
+                    "import py_compile, sys; py_compile.compile(sys.argv[1], cfile=sys.argv[2], doraise=True)",
+                    module, legacy,
+                ],
+            ] {
+                let result = try runProcess(python, arguments)
+                try #require(result.status == 0, "\(arguments): \(result.standardError)")
+            }
+        }
+        try compile()
+        let cacheFolder = folder.appendingPathComponent("__pycache__").path
+        let caches = try FileManager.default.contentsOfDirectory(atPath: cacheFolder)
+            .filter { $0.hasPrefix("gamelib.") }.sorted().map { cacheFolder + "/" + $0 }
+        try #require(caches.count == 2 && caches.contains { $0.hasSuffix(".opt-1.pyc") }, "\(caches)")
+        // Another module's cache beside them is not the game's.
+        let other = cacheFolder + "/gamelib.extra.cpython-311.pyc"
+        try FileManager.default.copyItem(atPath: caches[0], toPath: other)
+        chmod(cacheFolder, 0o755)
+        for file in caches + [legacy, other] { chmod(file, 0o644) }
+        let importing = "cd '\(folder.path)' && /usr/bin/python3 -E -c 'import gamelib; gamelib.main()'"
+        #expect(try asNobody(importing).standardOutput.contains("played"))
+        #expect(try asNobody("/usr/bin/python3 -E '\(caches[0])'").standardOutput.contains("played"))
+
+        let shield = try ExecDenyShield(gracePeriod: .milliseconds(300))
+        let games = ShieldContext(store: "games")
+        let targets = [Target(kind: .executable, value: module)]
+        try shield.apply(targets, context: games)
+        #expect(try shield.inForce() == ["games": Set(targets)])
+        let imported = try asNobody(importing)
+        #expect(!imported.standardOutput.contains("played"), "the module ran from its cache while locked")
+        let optimised = try asNobody(
+            "cd '\(folder.path)' && /usr/bin/python3 -E -O -c 'import gamelib; gamelib.main()'")
+        #expect(!optimised.standardOutput.contains("played"), "the module ran from its optimised cache")
+        for cache in caches + [legacy] {
+            let ran = try asNobody("/usr/bin/python3 -E '\(cache)'")
+            #expect(!ran.standardOutput.contains("played"), "\(cache) ran while locked")
+            #expect(try asNobody("cat '\(cache)' > /dev/null").status != 0, "\(cache) could be read")
+        }
+        #expect(try asNobody("cat '\(other)' > /dev/null").status == 0, "another module's cache was shielded")
+        // Compiled again while locked (new files): shielded again at the next refresh.
+        try compile()
+        try shield.refresh()
+        #expect(!(try asNobody("/usr/bin/python3 -E '\(legacy)'").standardOutput.contains("played")))
+        #expect(!(try asNobody(importing).standardOutput.contains("played")))
+
+        // Imported during an unlock (only the cache is opened): ended at relock.
+        try shield.remove(targets, context: games)
+        let mine = try Fixtures.temporaryFolder().path
+        chown(mine, 65534, 65534)
+        let output = mine + "/output"
+        let player = try startAsNobody([
+            "/bin/sh", "-c",
+            "cd '\(folder.path)' && exec /usr/bin/python3 -E -c 'import gamelib; gamelib.main(304)' > '\(output)'",
+        ])
+        defer { if player.isRunning { kill(player.processIdentifier, SIGKILL) } }
+        let played = {
+            (try? String(contentsOfFile: output, encoding: .utf8))?.contains("played") == true
+        }
+        for _ in 0..<250 where !played() { usleep(20_000) }
+        #expect(played(), "the module did not run during the unlock")
+        try shield.apply(targets, context: games)  // relock
+        for _ in 0..<50 where player.isRunning {
+            usleep(100_000)
+            _ = shield.recheck()
+        }
+        let stillRunning = player.isRunning
+        #expect(!stillRunning, "a process that imported the module from its cache runs on after relock")
+    }
+
+    @Test func bytecodeCachesAreTheModulesOwn() {
+        for entry in [
+            "game.cpython-311.pyc", "game.cpython-311.opt-1.pyc", "game.cpython-312.opt-2.pyc",
+            "game.pypy39.pyc",
+        ] {
+            #expect(ExecDenyShield.isBytecodeCache(entry, of: "game"), "\(entry)")
+        }
+        for entry in [
+            "game.pyc", "game..pyc", "game.v2.cpython-311.pyc", "games.cpython-311.pyc",
+            "game.cpython-311.opt-.pyc",
+            "game.cpython-311.pyc.123", "other.cpython-311.pyc", "game.cpython-311.opt-1.x.pyc",
+        ] {
+            #expect(!ExecDenyShield.isBytecodeCache(entry, of: "game"), "\(entry)")
+        }
+        #expect(ExecDenyShield.isBytecodeCache("game.v2.cpython-311.pyc", of: "game.v2"))
+    }
+
     /// Moving or renaming a shielded program does not free it, and status says the path is gone.
     @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/setpriv"), "needs setpriv"))
     func aShieldedProgramMovedAwayStaysShielded() throws {

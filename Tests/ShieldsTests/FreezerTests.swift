@@ -211,6 +211,95 @@ struct FreezerTests {
         #expect(done.wait(timeout: .now() + 60) == .success, "the stop helper was held by the user")
     }
 
+    /// Found by an attack: where no cgroup can be frozen, stopping every process of the gated
+    /// user stopped root's `runuser` (`su`, `sudo`) above one of them too (it stops itself when
+    /// its child stops, passing the job-control stop on), and only the child was continued: the
+    /// `runuser` stayed stopped for good. Its stand-in here does what `runuser` does: waits for
+    /// its child with `WUNTRACED`, stops itself when the child stops, continues the child when
+    /// continued. (A uid of its own, so that no other test's processes are stopped.)
+    @Test(
+        .enabled(
+            if: FileManager.default.isExecutableFile(atPath: "/usr/bin/python3"), "needs /usr/bin/python3"))
+    func rootsParentOfAStoppedUserGoesOnWithThem() throws {
+        let uid: UInt32 = 4243
+        let runuser = Process()
+        runuser.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
+        runuser.arguments = [
+            "-E", "-c",
+            """
+            import os, signal
+            child = os.fork()
+            if child == 0:
+                os.setgid(\(uid)); os.setgroups([]); os.setuid(\(uid))
+                os.execv("/bin/sleep", ["sleep", "200"])
+            while True:
+                _, status = os.waitpid(child, os.WUNTRACED)
+                if not os.WIFSTOPPED(status):
+                    break
+                os.kill(os.getpid(), signal.SIGSTOP)
+                os.kill(child, signal.SIGCONT)
+            """,
+        ]
+        try runuser.run()
+        defer {
+            for process in Freezer.processes(of: uid) { process.signal(SIGKILL) }
+            kill(runuser.processIdentifier, SIGCONT)
+            kill(runuser.processIdentifier, SIGKILL)
+            runuser.waitUntilExit()
+        }
+        for _ in 0..<250 where Freezer.processes(of: uid).isEmpty { usleep(20_000) }
+        let child = try #require(Freezer.processes(of: uid).first)
+        let member = Freezer.Member(process: child, uid: uid, gid: uid)
+        var stoppedAll: [(UInt32, [RunningProcess])] = []
+        var during: (Character?, Character?)
+        Freezer.holding(
+            [member], stopping: [uid],
+            keeping: {
+                // The stand-in stops itself once it sees its child stop.
+                for _ in 0..<100 where RunningProcess(pid: runuser.processIdentifier)?.state != "T" {
+                    usleep(5_000)
+                }
+                during = (
+                    RunningProcess(pid: child.pid)?.state,
+                    RunningProcess(pid: runuser.processIdentifier)?.state
+                )
+                return []
+            }, stoppedAll: { stoppedAll.append(($0, $1)) })
+        guard !stoppedAll.isEmpty else {
+            print("skipped: this test's processes are in a cgroup that can be frozen")
+            return
+        }
+        #expect(during.0 == "T" && during.1 == "T", "\(during)")
+        let states = {
+            (RunningProcess(pid: child.pid)?.state, RunningProcess(pid: runuser.processIdentifier)?.state)
+        }
+        for _ in 0..<50 where states().0 == "T" || states().1 == "T" { usleep(20_000) }
+        #expect(states().0 == "S", "the user's process did not go on: \(states())")
+        #expect(states().1 == "S", "root's parent of it stayed stopped: \(states())")
+        #expect(stoppedAll.map(\.0) == [uid])
+        #expect(stoppedAll.first?.1.map(\.pid) == [runuser.processIdentifier])
+    }
+
+    /// Which stopped parents go on: only those stopped by the stop-all, and not when a child of
+    /// theirs stays stopped on purpose.
+    @Test func onlyParentsTheStopAllStoppedGoOn() throws {
+        func process(_ pid: Int32, _ state: Character) -> RunningProcess {
+            // `pid (comm) state` and 19 more fields, the last the start time.
+            RunningProcess(
+                pid: pid, stat: "\(pid) (p) \(state) " + Array(repeating: "0 ", count: 18).joined() + "\(pid)"
+            )!
+        }
+        let parents: [RunningProcess: Set<RunningProcess>] = [
+            process(10, "T"): [process(11, "S")],
+            process(20, "T"): [process(21, "S")],
+            process(30, "T"): [process(31, "T")],
+            process(40, "S"): [process(41, "S")],
+        ]
+        let continued = Freezer.parentsToContinue(
+            parents, stoppedBefore: [process(20, "T")], kept: [process(31, "T")])
+        #expect(continued.map(\.pid) == [10])
+    }
+
     @Test func aUserInNoCgroupOfItsOwnIsStoppedOnlyWhenAsked() throws {
         let spinning = try spinner()
         let stoppedBefore = try spinner()
