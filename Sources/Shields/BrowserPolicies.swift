@@ -72,11 +72,17 @@ public struct BrowserPolicies: Sendable {
     }
 
     /// Removes what ``install()`` wrote; returns the problems.
-    public func remove() -> [String] {
+    public func remove() -> [String] { removeReporting().problems }
+
+    /// Removes what ``install()`` wrote; returns the files it was removed from, and the problems.
+    public func removeReporting() -> (removed: [String], problems: [String]) {
         var problems: [String] = []
+        var removed: [String] = []
         for relative in Self.chromiumFiles {
             let path = root + relative
-            if unlink(path) != 0 && errno != ENOENT {
+            if unlink(path) == 0 {
+                removed.append(path)
+            } else if errno != ENOENT {
                 problems.append("\(path): cannot remove: \(String(cString: strerror(errno)))")
             }
         }
@@ -88,21 +94,24 @@ public struct BrowserPolicies: Sendable {
                 case .object(var policies) = top[index].1,
                 let ours = policies.firstIndex(where: { $0.0 == Self.firefoxKey }),
                 policies[ours].1 == Self.firefoxValue
-            else { return problems }
+            else { return (removed, problems) }
             policies.remove(at: ours)
             if policies.isEmpty && top.count == 1 {
                 if unlink(path) != 0 {
                     problems.append("\(path): cannot remove: \(String(cString: strerror(errno)))")
+                } else {
+                    removed.append(path)
                 }
             } else {
                 top[index].1 = .object(policies)
                 try DurableFile.writeAtomically(
                     Array((JSONValue.object(top).prettySerialized() + "\n").utf8), to: path, mode: 0o644)
+                removed.append(path)
             }
         } catch {
             problems.append("\(path): \(error)")
         }
-        return problems
+        return (removed, problems)
     }
 
     private func installFirefox() -> String? {

@@ -12,7 +12,11 @@ public import UnlockPolicy
 /// One table, `inet stepgate`, rewritten whole in one `nft -f` transaction on every change;
 /// addresses are looked up in DNS itself (``DNSLookup``), again every `refreshInterval` (names
 /// move between addresses). Only sockets of the gated users match (`meta skuid`), so root, the
-/// admin group and system services are never cut off. What still gets through: a VPN or proxy
+/// admin group and system services are never cut off. Users named by id (``Users/only(_:)``)
+/// are matched with their subordinate uids too (`/etc/subuid`, see ``SubordinateIDs``): a process
+/// in a user namespace of theirs that switched to one of those uids is refused like them. The
+/// file is read again whenever the table is written and at every check (a changed range
+/// rewrites it). What still gets through: a VPN or proxy
 /// that tunnels to an address not on the list, a resolver not on the list, another device.
 public final class NftablesShield: Shield {
     public let name = "nftables"
@@ -20,7 +24,7 @@ public final class NftablesShield: Shield {
 
     /// Whose connections are refused.
     public enum Users: Sendable, Equatable {
-        /// These user ids.
+        /// These user ids, and the ranges the subordinate-id file gives them.
         case only([UInt32])
         /// Every user id from 1000 up (ordinary accounts, `nobody` too), except these.
         case ordinaryExcept([UInt32])
@@ -45,6 +49,11 @@ public final class NftablesShield: Shield {
     private let refreshInterval: Duration
     private let checkInterval: Duration
     private let runner: CommandRunner
+    private let subordinateIDs: String?
+    private let warn: @Sendable (String) -> Void
+    /// The `meta skuid` match of the last table written, and the warnings last given.
+    private var writtenWho: String?
+    private var warned: [String] = []
     /// Shielded domains per store.
     private var entries: [String: Set<String>] = [:]
     /// The addresses each domain had at the last lookup.
@@ -59,12 +68,19 @@ public final class NftablesShield: Shield {
     ///   - lookup: A domain's addresses (DNS by default, never the hosts file).
     ///   - refreshInterval: How often the addresses are looked up again.
     ///   - checkInterval: How often a recheck makes sure the table is still there.
+    ///   - subordinateIDs: The subordinate uid file whose ranges of ``Users/only(_:)`` users are
+    ///     matched too (nil: none).
+    ///   - warn: Told about lines of that file that are left out, once until they change
+    ///     (standard error by default).
     public init(
         nft: String = "nft", users: Users = .ordinaryExcept([]), resolvers: [String] = wellKnownResolvers,
         lookup: @escaping @Sendable (String) -> [String] = { DNSLookup().addresses(of: $0) },
         refreshInterval: Duration = .seconds(300), checkInterval: Duration = .seconds(10),
-        runner: CommandRunner = CommandRunner()
+        runner: CommandRunner = CommandRunner(), subordinateIDs: String? = "/etc/subuid",
+        warn: (@Sendable (String) -> Void)? = nil
     ) {
+        self.subordinateIDs = subordinateIDs
+        self.warn = warn ?? { FileHandle.standardError.write(Data("stepgate: warning: \($0)\n".utf8)) }
         self.checkInterval = checkInterval
         self.nft = nft
         self.users = users
@@ -110,7 +126,7 @@ public final class NftablesShield: Shield {
         }
         if lastCheck.map({ now - $0 >= checkInterval }) ?? true {
             lastCheck = now
-            if !tableExists() { rewrite = true }
+            if !tableExists() || who() != writtenWho { rewrite = true }
         }
         guard rewrite else { return [:] }
         do {
@@ -138,7 +154,7 @@ public final class NftablesShield: Shield {
 
     /// The whole table as an `nft -f` script (deleting the old one in the same transaction), or
     /// a script that only deletes it when nothing is shielded.
-    func script() -> String {
+    func script(who given: String? = nil) -> String {
         var lines = ["table inet stepgate", "delete table inet stepgate"]
         let shielded = Set(entries.values.flatMap { $0 })
         guard !shielded.isEmpty else { return lines.joined(separator: "\n") + "\n" }
@@ -152,15 +168,7 @@ public final class NftablesShield: Shield {
             if !elements.isEmpty { text.append("    elements = { \(elements.joined(separator: ", ")) }") }
             return text + ["  }"]
         }
-        let who: String
-        switch users {
-        case .only(let ids):
-            who = "meta skuid { \(ids.map(String.init).joined(separator: ", ")) }"
-        case .ordinaryExcept(let ids):
-            who =
-                "meta skuid >= 1000"
-                + (ids.isEmpty ? "" : " meta skuid != { \(ids.map(String.init).joined(separator: ", ")) }")
-        }
+        let who = given ?? who()
         let refuse = "reject with icmpx type admin-prohibited"
         let ports = "meta l4proto { tcp, udp } th dport { 443, 853 }"
         lines.append("table inet stepgate {")
@@ -179,8 +187,34 @@ public final class NftablesShield: Shield {
         return lines.joined(separator: "\n") + "\n"
     }
 
+    /// Whose sockets the rules match: the gated users' ids (with their subordinate ranges,
+    /// merged, as `START-END` intervals), or every id from 1000 up but the admins'.
+    func who() -> String {
+        switch users {
+        case .only(let ids):
+            var ranges = ids.map { $0...$0 }
+            if let path = subordinateIDs {
+                let file = SubordinateIDs.read(path)
+                if file.warnings != warned {
+                    warned = file.warnings
+                    for warning in file.warnings { warn("nftables shield: \(warning)") }
+                }
+                ranges += file.ranges(of: ids)
+            }
+            let elements = mergedRanges(ranges).map {
+                $0.lowerBound == $0.upperBound ? "\($0.lowerBound)" : "\($0.lowerBound)-\($0.upperBound)"
+            }
+            return "meta skuid { \(elements.joined(separator: ", ")) }"
+        case .ordinaryExcept(let ids):
+            // Subordinate ranges start far above 1000 (useradd: 100000), so they match already.
+            return "meta skuid >= 1000"
+                + (ids.isEmpty ? "" : " meta skuid != { \(ids.map(String.init).joined(separator: ", ")) }")
+        }
+    }
+
     private func write() throws(ShieldError) {
-        let text = script()
+        let who = entries.isEmpty ? nil : who()
+        let text = script(who: who)
         // The script goes through a private file (mkstemp: 0600, a fresh name).
         var template = Array("/tmp/stepgate-nft-XXXXXX".utf8CString)
         let fd = mkstemp(&template)
@@ -203,6 +237,7 @@ public final class NftablesShield: Shield {
             throw ShieldError(shield: name, message: "nft -f failed (status \(result.status)): \(reason)")
         }
         lastCheck = ContinuousClock.now
+        writtenWho = who
         let unresolved = entries.values.flatMap { $0 }.filter { addresses[$0]?.isEmpty ?? true }
         if !unresolved.isEmpty {
             throw ShieldError(

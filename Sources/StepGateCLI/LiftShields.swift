@@ -20,8 +20,9 @@ struct LiftShields: SynchronousCommand {
             remembered in <stateDirectory>/systemd-units.json (starting those that were running \
             before), removes the managed block and its hidden reserve file beside the domains file, \
             removes the browsers' DNS-over-HTTPS policies and deletes the nftables table 'inet \
-            stepgate'. Refuses while a daemon answers on the control socket (it would shield again). \
-            Exits 1 when something could not be lifted, after trying everything.
+            stepgate'. Prints a line for each thing it lifted ('no StepGate shield is in force' when \
+            there was none). Refuses while a daemon answers on the control socket (it would shield \
+            again). Exits 1 when something could not be lifted, after trying everything.
             """,
         options: [
             .option(
@@ -56,13 +57,24 @@ struct LiftShields: SynchronousCommand {
                 message:
                     "a daemon answers on \(settings.controlSocket); stop it first (systemctl stop stepgate)")
         }
-        problems += Self.liftUnits(settings)
-        problems += Self.liftDomains(settings)
-        problems += BrowserPolicies(root: settings.browserPolicyRoot).remove()
-        problems += Self.liftTable(settings)
+        var lifted: [String] = []
+        for outcome in [
+            Self.liftUnits(settings), Self.liftDomains(settings), Self.liftBrowserPolicies(settings),
+            Self.liftTable(settings),
+        ] {
+            lifted += outcome.lifted
+            problems += outcome.problems
+        }
+        for line in lifted { print("lifted: \(line)") }
         for problem in problems { printError("lift-shields: \(problem)") }
         if !problems.isEmpty { throw ExitCode.failure }
-        print("lifted: no StepGate shield is in force")
+        if lifted.isEmpty { print("no StepGate shield is in force") }
+    }
+
+    /// What one kind of shield lifted (a line each) and what it could not.
+    struct Outcome {
+        var lifted: [String] = []
+        var problems: [String] = []
     }
 
     /// What is needed to find the shields: from the configuration, or the defaults when the file
@@ -94,7 +106,7 @@ struct LiftShields: SynchronousCommand {
 
     /// Unmasks every unit the systemd shield remembers, through the shield itself (so a unit that
     /// was running before is started again and the memory is emptied).
-    static func liftUnits(_ settings: Settings) -> [String] {
+    static func liftUnits(_ settings: Settings) -> Outcome {
         let memoryPath = settings.stateDirectory + "/systemd-units.json"
         struct Remembered: Decodable {
             var stores: [String]
@@ -102,51 +114,64 @@ struct LiftShields: SynchronousCommand {
         }
         let units: [String: Remembered]
         do {
-            guard let bytes = try DurableFile.read(memoryPath) else { return [] }
+            guard let bytes = try DurableFile.read(memoryPath) else { return Outcome() }
             units = try JSONDecoding.decode([String: Remembered].self, from: JSONValue.parse(bytes: bytes))
         } catch {
-            return ["\(memoryPath): \(error)"]
+            return Outcome(problems: ["\(memoryPath): \(error)"])
         }
-        guard !units.isEmpty else { return [] }
-        var perStore: [String: [Target]] = [:]
-        for (unit, remembered) in units {
-            for store in remembered.stores {
-                perStore[store, default: []].append(Target(kind: .systemdUnit, value: unit))
-            }
-        }
+        guard !units.isEmpty else { return Outcome() }
         do {
             let shield = try SystemdShield(memoryPath: memoryPath, systemctl: settings.systemctl)
-            var problems: [String] = []
-            for (store, targets) in perStore.sorted(by: { $0.key < $1.key }) {
-                do {
-                    try shield.remove(targets, context: ShieldContext(store: store))
-                } catch {
-                    problems.append(error.description)
+            var outcome = Outcome()
+            // One unit at a time, for each store that shields it (the last one unmasks it), so
+            // each line says what happened to that unit.
+            for (unit, remembered) in units.sorted(by: { $0.key < $1.key }) {
+                var failed = false
+                for store in remembered.stores.sorted() {
+                    do {
+                        try shield.remove(
+                            [Target(kind: .systemdUnit, value: unit)], context: ShieldContext(store: store))
+                    } catch {
+                        outcome.problems.append(error.description)
+                        failed = true
+                    }
+                }
+                if !failed && !remembered.stores.isEmpty {
+                    outcome.lifted.append(
+                        "systemd unit \(unit) unmasked" + (remembered.wasActive ? " and started again" : ""))
                 }
             }
-            return problems
+            return outcome
         } catch {
-            return [error.description]
+            return Outcome(problems: [error.description])
         }
     }
 
     /// Empties the managed block (the file keeps every other line) and removes the reserve file.
-    static func liftDomains(_ settings: Settings) -> [String] {
-        guard let domains = settings.domains else { return [] }
+    static func liftDomains(_ settings: Settings) -> Outcome {
+        guard let domains = settings.domains else { return Outcome() }
         let shield = DomainShield(path: domains.path, format: domains.format, reloadCommand: domains.reload)
-        var problems: [String] = []
+        var outcome = Outcome()
         do {
-            for (store, targets) in try shield.inForce() {
+            for (store, targets) in try shield.inForce().sorted(by: { $0.key < $1.key }) {
                 try shield.remove(Array(targets), context: ShieldContext(store: store))
+                let names = targets.map(\.value).sorted().joined(separator: ", ")
+                outcome.lifted.append("domains of store \(store) blocked in \(domains.path): \(names)")
             }
         } catch {
-            problems.append(error.description)
+            outcome.problems.append(error.description)
         }
         let reserve = reservePath(beside: domains.path)
         if unlink(reserve) != 0 && errno != ENOENT {
-            problems.append("\(reserve): cannot remove: \(String(cString: strerror(errno)))")
+            outcome.problems.append("\(reserve): cannot remove: \(String(cString: strerror(errno)))")
         }
-        return problems
+        return outcome
+    }
+
+    /// Removes the browsers' DNS-over-HTTPS policies.
+    static func liftBrowserPolicies(_ settings: Settings) -> Outcome {
+        let (removed, problems) = BrowserPolicies(root: settings.browserPolicyRoot).removeReporting()
+        return Outcome(lifted: removed.map { "DNS-over-HTTPS policy in \($0)" }, problems: problems)
     }
 
     /// The domain shield's hidden reserve file beside `path` (`/etc/.hosts.stepgate-reserve`).
@@ -159,18 +184,20 @@ struct LiftShields: SynchronousCommand {
     }
 
     /// Deletes the nftables table when there is one (nothing to do without `nft`).
-    static func liftTable(_ settings: Settings) -> [String] {
+    static func liftTable(_ settings: Settings) -> Outcome {
         let runner = CommandRunner()
-        guard runner.resolve(settings.nft) != nil else { return [] }
+        guard runner.resolve(settings.nft) != nil else { return Outcome() }
         do {
             let list = try runner.run(
                 [settings.nft, "list", "table", "inet", "stepgate"], timeout: 10, shield: "nftables")
-            guard list.status == 0 else { return [] }
+            guard list.status == 0 else { return Outcome() }
             let delete = try runner.run(
                 [settings.nft, "delete", "table", "inet", "stepgate"], timeout: 10, shield: "nftables")
-            return delete.status == 0 ? [] : ["nftables: cannot delete table inet stepgate: \(delete.output)"]
+            return delete.status == 0
+                ? Outcome(lifted: ["nftables table inet stepgate deleted"])
+                : Outcome(problems: ["nftables: cannot delete table inet stepgate: \(delete.output)"])
         } catch {
-            return [error.description]
+            return Outcome(problems: [error.description])
         }
     }
 }

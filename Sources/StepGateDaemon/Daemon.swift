@@ -194,7 +194,8 @@ package final class Daemon {
                 NftablesShield(
                     nft: nft.nft, users: users, resolvers: nft.resolvers,
                     lookup: { lookup.addresses(of: $0) },
-                    refreshInterval: .milliseconds(Int64(nft.refreshSeconds * 1000))))
+                    refreshInterval: .milliseconds(Int64(nft.refreshSeconds * 1000)),
+                    warn: { log.warning($0) }))
         }
         if !c.hooks.isEmpty { list.append(HookShield(hooks: c.hooks)) }
         return ShieldSet(list)

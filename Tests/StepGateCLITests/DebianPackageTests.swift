@@ -88,7 +88,15 @@ struct DebianPackageTests {
         let path = folder.path
         let result = try runProcess(Fixtures.stepgateExecutable, ["lift-shields", "--config", config])
         #expect(result.status == 0, "\(result.standardError)")
-        #expect(result.standardOutput == "lifted: no StepGate shield is in force\n")
+        // One line for each thing lifted.
+        #expect(
+            result.standardOutput == """
+                lifted: systemd unit shielded.service unmasked and started again
+                lifted: domains of store games blocked in \(path)/hosts: example.org
+                lifted: DNS-over-HTTPS policy in \(path)/root/etc/chromium/policies/managed/stepgate-dns.json
+                lifted: nftables table inet stepgate deleted
+
+                """)
         let called = try String(contentsOfFile: calls, encoding: .utf8)
         #expect(
             called == """
@@ -105,6 +113,19 @@ struct DebianPackageTests {
         for gone in [".hosts.stepgate-reserve", "root/etc/chromium/policies/managed/stepgate-dns.json"] {
             #expect(!FileManager.default.fileExists(atPath: "\(path)/\(gone)"), "\(gone)")
         }
+    }
+
+    /// A second run finds nothing left (the table is gone: `nft list` fails) and says so.
+    @Test func liftShieldsSaysWhenNothingWasInForce() throws {
+        let (folder, config, _) = try leftovers()
+        let first = try runProcess(Fixtures.stepgateExecutable, ["lift-shields", "--config", config])
+        #expect(first.status == 0, "\(first.standardError)")
+        #expect(first.standardOutput.contains("lifted: nftables table inet stepgate deleted\n"))
+        try "#!/bin/sh\nexit 1\n".write(toFile: folder.path + "/fake-nft", atomically: true, encoding: .utf8)
+        chmod(folder.path + "/fake-nft", 0o755)
+        let second = try runProcess(Fixtures.stepgateExecutable, ["lift-shields", "--config", config])
+        #expect(second.status == 0, "\(second.standardError)")
+        #expect(second.standardOutput == "no StepGate shield is in force\n")
     }
 
     @Test func liftShieldsTriesEverythingThenFails() throws {
