@@ -22,9 +22,9 @@ repo=$(pwd)
 
 # The version lives in one place: the constant `stepgate --version` prints.
 version=${STEPGATE_VERSION:-$(sed -n 's/^ *public static let version = "\(.*\)"$/\1/p' \
-    Sources/StepGateCLI/StepGate.swift)}
+    Sources/CoreCommands/Version.swift)}
 if ! [[ "$version" =~ ^[0-9][A-Za-z0-9.+~]*$ ]]; then
-    echo "error: no usable version ('$version'); see Sources/StepGateCLI/StepGate.swift" >&2
+    echo "error: no usable version ('$version'); see Sources/CoreCommands/Version.swift" >&2
     exit 1
 fi
 arch=$(dpkg --print-architecture)

@@ -1,4 +1,5 @@
 internal import CLinux
+import Counting
 import Foundation
 import SystemFiles
 public import UnlockPolicy

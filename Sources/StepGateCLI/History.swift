@@ -1,3 +1,5 @@
+import CoreCommands
+import Counting
 import Formatting
 import Foundation
 import StepGateDaemon

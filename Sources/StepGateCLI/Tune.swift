@@ -1,3 +1,5 @@
+import CoreCommands
+import Counting
 import Dispatch
 import Formatting
 import Foundation

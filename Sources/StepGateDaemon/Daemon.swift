@@ -1,3 +1,4 @@
+package import Counting
 @preconcurrency import Dispatch
 import Formatting
 import Foundation

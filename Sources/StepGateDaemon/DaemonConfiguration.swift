@@ -1,3 +1,4 @@
+import Counting
 import Formatting
 import Foundation
 package import Household

@@ -1,3 +1,4 @@
+import Counting
 public import UnlockPolicy
 
 #if canImport(Glibc)

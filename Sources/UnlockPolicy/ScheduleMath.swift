@@ -1,3 +1,4 @@
+import Counting
 import Foundation
 
 /// Converts between UTC instants and local wall times of one zone, with the policy's DST rules:

@@ -163,7 +163,7 @@ repo=$(cd "$(dirname "$0")/../.." && pwd)
 work=$(mktemp -d /tmp/stepgate-deb.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 mkdir "$work/ns" "$work/debs"
-version=$(sed -n 's/^ *public static let version = "\(.*\)"$/\1/p' "$repo/Sources/StepGateCLI/StepGate.swift")
+version=$(sed -n 's/^ *public static let version = "\(.*\)"$/\1/p' "$repo/Sources/CoreCommands/Version.swift")
 STEPGATE_BINARY=$binary STEPGATE_DEB_DIR=$work/debs STEPGATE_DEB_COMPRESS=none bash "$repo/scripts/package.sh" \
     >/dev/null
 STEPGATE_BINARY=$binary STEPGATE_DEB_DIR=$work/debs STEPGATE_DEB_COMPRESS=none STEPGATE_VERSION="$version+upgrade" \

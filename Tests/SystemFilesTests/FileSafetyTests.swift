@@ -1,3 +1,4 @@
+@testable import Counting
 import Foundation
 import StepGateTestSupport
 import Synchronization
