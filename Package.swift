@@ -59,7 +59,8 @@ let package = Package(
             dependencies: ["Counting", "StepDetection", "SensorInput", "TypedJSON", "Formatting"]),
         // Labelled recording sets, scoring, parameter search, reports.
         .target(
-            name: "Tuning", dependencies: ["StepDetection", "SensorInput", "Formatting", "TypedJSON", "Counting"]),
+            name: "Tuning",
+            dependencies: ["StepDetection", "SensorInput", "Formatting", "TypedJSON", "Counting"]),
         // The shared unlock policy: pure engine, config, versioned state (Foundation only).
         .target(name: "UnlockPolicy", dependencies: ["Formatting", "TypedJSON", "Counting"]),
         // The system side of files: atomic durable writes, folder checks, the policy's state file.
@@ -67,7 +68,8 @@ let package = Package(
         // Linux interfaces Glibc's module lacks (fanotify, adjtimex).
         .systemLibrary(name: "CLinux"),
         // Enforcers of the policy's effects, one file per shield.
-        .target(name: "Shields", dependencies: ["UnlockPolicy", "SystemFiles", "TypedJSON", "CLinux", "Counting"]),
+        .target(
+            name: "Shields", dependencies: ["UnlockPolicy", "SystemFiles", "TypedJSON", "CLinux", "Counting"]),
         // sd-bus, libsystemd's D-Bus client: its header only; libsystemd.so.0 is opened when the
         // first desktop notice is sent (Sources/Notifications/LibSystemd.swift), not linked.
         .systemLibrary(name: "CSystemd", providers: [.apt(["libsystemd-dev"])]),
@@ -138,7 +140,8 @@ let package = Package(
         .testTarget(
             name: "StepGateCLITests",
             dependencies: [
-                "StepGateCLI", "StepGateDaemon", "StepGateTestSupport", "stepgate", "stepgate-full", "SensorInput",
+                "StepGateCLI", "StepGateDaemon", "StepGateTestSupport", "stepgate", "stepgate-full",
+                "SensorInput",
                 "StepDetection",
                 "Tuning", "UnlockPolicy", "Shields", "Formatting", "TypedJSON", "CLinux", "Notifications",
                 "Household", "Counting", "CoreCommands",

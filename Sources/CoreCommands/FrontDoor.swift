@@ -9,8 +9,8 @@ import Formatting
 ///
 /// The full program is found only beside the front door's own file (`/proc/self/exe`, links
 /// resolved): never through `$PATH`, the environment or `argv[0]`, because the daemon runs as
-/// root. It must be no easier to replace than the front door itself: same owner (or root), and
-/// not writable by group or others unless the front door is too.
+/// root. It must be no easier to replace than the front door itself: a file (not a link), the
+/// same owner (or root), and not writable by group or others unless the front door is too.
 public enum FrontDoor {
     /// What the front door does with a command line.
     public enum Route: Sendable, Equatable {
@@ -55,7 +55,9 @@ public enum FrontDoor {
     public static func executablePath() -> String? {
         var buffer = [UInt8](repeating: 0, count: Int(PATH_MAX) + 1)
         let count = buffer.withUnsafeMutableBufferPointer { storage in
-            storage.withMemoryRebound(to: CChar.self) { readlink("/proc/self/exe", $0.baseAddress!, $0.count - 1) }
+            storage.withMemoryRebound(to: CChar.self) {
+                readlink("/proc/self/exe", $0.baseAddress!, $0.count - 1)
+            }
         }
         guard count > 0 else { return nil }
         return String(decoding: buffer[0..<count], as: UTF8.self)
@@ -81,11 +83,13 @@ public enum FrontDoor {
                 Problem(
                     status: 127,
                     description:
-                        "stepgate: cannot find the full program: /proc/self/exe is unreadable (is /proc mounted?)"))
+                        "stepgate: cannot find the full program: /proc/self/exe is unreadable (is /proc mounted?)"
+                ))
         }
         let path = folder(of: frontDoor) + "/" + fullProgramName
         var program = stat()
-        guard stat(path, &program) == 0 else {
+        // lstat: a link is refused (below), not followed to a file someone else chose.
+        guard lstat(path, &program) == 0 else {
             let reason = String(cString: strerror(errno))
             return .failure(
                 Problem(
@@ -100,7 +104,9 @@ public enum FrontDoor {
         var door = stat()
         guard stat(frontDoor, &door) == 0 else {
             return .failure(
-                Problem(status: 126, description: "stepgate: cannot check \(frontDoor): \(String(cString: strerror(errno)))"))
+                Problem(
+                    status: 126,
+                    description: "stepgate: cannot check \(frontDoor): \(String(cString: strerror(errno)))"))
         }
         let writableByOthers = mode_t(S_IWGRP | S_IWOTH)
         if (program.st_mode & S_IFMT) != S_IFREG || (program.st_uid != door.st_uid && program.st_uid != 0)
@@ -148,7 +154,9 @@ public enum FrontDoor {
         defer { close(descriptor) }
         var current = [UInt8](repeating: 0, count: 32)
         let count = read(descriptor, &current, current.count)
-        guard count > 0, String(decoding: current[0..<count], as: UTF8.self) == fullProgramName + "\n" else { return }
+        guard count > 0, String(decoding: current[0..<count], as: UTF8.self) == fullProgramName + "\n" else {
+            return
+        }
         var name = Array(frontDoorName.utf8)
         _ = lseek(descriptor, 0, SEEK_SET)
         _ = write(descriptor, &name, name.count)

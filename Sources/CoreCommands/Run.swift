@@ -155,7 +155,9 @@ public struct Run: Command {
         }
     }
 
-    package static func statusLine(_ p: Progress, goal: Int?, detector: StepDetector, now: Int64, started: Int64)
+    package static func statusLine(
+        _ p: Progress, goal: Int?, detector: StepDetector, now: Int64, started: Int64
+    )
         -> String
     {
         let goalText = goal.map { " / \($0)" } ?? ""

@@ -27,7 +27,8 @@ package func signalStream(_ signals: Int32...) -> AsyncStream<Int32> {
 
 /// Runs `body` until it returns, SIGINT/SIGTERM arrives or `duration` seconds pass; then
 /// cancels it and waits for it to finish (so it can flush and close what it opened).
-package func runUntilStopped(duration: Double?, _ body: @escaping @Sendable () async throws -> Void) async throws
+package func runUntilStopped(duration: Double?, _ body: @escaping @Sendable () async throws -> Void)
+    async throws
     -> StopReason
 {
     let signals = signalStream(SIGINT, SIGTERM)

@@ -68,7 +68,8 @@ public struct StepHistoryFile: Sendable {
         if let saveRefused { throw FileError(operation: "not writing", path: path, reason: saveRefused) }
         let directory = parentFolder(of: path)
         if !directory.isEmpty, let code = createFolders(directory) {
-            throw FileError(operation: "cannot create", path: directory, reason: foundationReason(code), code: code)
+            throw FileError(
+                operation: "cannot create", path: directory, reason: foundationReason(code), code: code)
         }
         try DurableFile.writeAtomically(history.encoded(), to: path, mode: 0o644)
     }

@@ -127,4 +127,3 @@ public enum StepGate {
 
     static func help(for c: CommandConfiguration) -> String { CommandExecution.help(for: c) }
 }
-

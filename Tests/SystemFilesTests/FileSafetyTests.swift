@@ -1,4 +1,3 @@
-@testable import Counting
 import Foundation
 import StepGateTestSupport
 import Synchronization
@@ -6,6 +5,7 @@ import Testing
 import TypedJSON
 import UnlockPolicy
 
+@testable import Counting
 @testable import SystemFiles
 
 private func temporaryDirectory(_ mode: mode_t = 0o755) throws -> String {
