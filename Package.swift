@@ -46,30 +46,37 @@ let package = Package(
         // The one strict JSON reader: exact types, no duplicate keys, errors with a key path and
         // FILE:LINE:COLUMN; a Decoder over it for Codable types. No Foundation.
         .target(name: "TypedJSON", dependencies: ["Formatting"]),
+        // The step history without Foundation: steps per local hour and day, its file, civil
+        // days and the local clock; durable files and configuration files, which the policy's
+        // side shares.
+        .target(name: "StepHistoryStore", dependencies: ["TypedJSON"]),
         // Counting steps without Foundation, for the front door's `run` and `replay` and the
-        // daemon: the counter and its ledger (the step history on disk), durable files,
-        // recordings counted whole, log lines.
+        // daemon: the counter and its ledger, recordings counted whole, log lines.
         .target(
-            name: "Counting", dependencies: ["StepDetection", "SensorInput", "TypedJSON", "Formatting"]),
+            name: "Counting",
+            dependencies: ["StepDetection", "SensorInput", "StepHistoryStore", "TypedJSON", "Formatting"]),
         // The command line both executables share, without Foundation: commands, options,
         // parsing, help, exit statuses; `run` and `replay`; the front door's hand-over to the
         // full program.
         .target(
             name: "CoreCommands",
-            dependencies: ["Counting", "StepDetection", "SensorInput", "TypedJSON", "Formatting"]),
+            dependencies: [
+                "Counting", "StepHistoryStore", "StepDetection", "SensorInput", "TypedJSON", "Formatting",
+            ]),
         // Labelled recording sets, scoring, parameter search, reports.
         .target(
             name: "Tuning",
             dependencies: ["StepDetection", "SensorInput", "Formatting", "TypedJSON", "Counting"]),
         // The shared unlock policy: pure engine, config, versioned state (Foundation only).
-        .target(name: "UnlockPolicy", dependencies: ["Formatting", "TypedJSON", "Counting"]),
+        .target(name: "UnlockPolicy", dependencies: ["Formatting", "TypedJSON", "StepHistoryStore"]),
         // The system side of files: atomic durable writes, folder checks, the policy's state file.
-        .target(name: "SystemFiles", dependencies: ["UnlockPolicy", "TypedJSON", "Counting"]),
+        .target(name: "SystemFiles", dependencies: ["UnlockPolicy", "TypedJSON", "StepHistoryStore"]),
         // Linux interfaces Glibc's module lacks (fanotify, adjtimex).
         .systemLibrary(name: "CLinux"),
         // Enforcers of the policy's effects, one file per shield.
         .target(
-            name: "Shields", dependencies: ["UnlockPolicy", "SystemFiles", "TypedJSON", "CLinux", "Counting"]),
+            name: "Shields",
+            dependencies: ["UnlockPolicy", "SystemFiles", "TypedJSON", "CLinux", "StepHistoryStore"]),
         // sd-bus, libsystemd's D-Bus client: its header only; libsystemd.so.0 is opened when the
         // first desktop notice is sent (Sources/Notifications/LibSystemd.swift), not linked.
         .systemLibrary(name: "CSystemd", providers: [.apt(["libsystemd-dev"])]),
@@ -87,7 +94,7 @@ let package = Package(
             name: "StepGateDaemon",
             dependencies: [
                 "StepDetection", "SensorInput", "UnlockPolicy", "SystemFiles", "Shields", "Formatting",
-                "Notifications", "CLinux", "Household", "Counting",
+                "Notifications", "CLinux", "Household", "Counting", "StepHistoryStore",
             ]),
         // The imperative shell: one file per subcommand.
         .target(
@@ -95,6 +102,7 @@ let package = Package(
             dependencies: [
                 "StepDetection", "SensorInput", "Tuning", "UnlockPolicy", "SystemFiles", "Shields",
                 "Formatting", "StepGateDaemon", "Notifications", "CLinux", "Household", "Counting",
+                "StepHistoryStore",
                 "CoreCommands", "TypedJSON",
             ]),
         // `stepgate`, the front door: links no Foundation; runs `run`, `replay` and `--version`
@@ -115,11 +123,15 @@ let package = Package(
             name: "SensorInputTests", dependencies: ["SensorInput", "StepGateTestSupport", "Tuning"]),
         .testTarget(
             name: "UnlockPolicyTests",
-            dependencies: ["UnlockPolicy", "SystemFiles", "TypedJSON", "StepGateTestSupport", "Counting"],
+            dependencies: [
+                "UnlockPolicy", "SystemFiles", "TypedJSON", "StepGateTestSupport", "StepHistoryStore",
+            ],
             resources: [.copy("Scenarios")]),
         .testTarget(
             name: "SystemFilesTests",
-            dependencies: ["SystemFiles", "UnlockPolicy", "TypedJSON", "StepGateTestSupport", "Counting"]),
+            dependencies: [
+                "SystemFiles", "UnlockPolicy", "TypedJSON", "StepGateTestSupport", "StepHistoryStore",
+            ]),
         .testTarget(
             name: "ShieldsTests",
             dependencies: ["Shields", "UnlockPolicy", "TypedJSON", "StepGateTestSupport", "CLinux"]),
@@ -144,7 +156,7 @@ let package = Package(
                 "SensorInput",
                 "StepDetection",
                 "Tuning", "UnlockPolicy", "Shields", "Formatting", "TypedJSON", "CLinux", "Notifications",
-                "Household", "Counting", "CoreCommands",
+                "Household", "Counting", "CoreCommands", "StepHistoryStore",
             ]
         ),
     ],

@@ -1,5 +1,5 @@
-import Counting
 public import StepDetection
+import StepHistoryStore
 import TypedJSON
 
 /// Loads a detector configuration from JSON.

@@ -1,3 +1,4 @@
+package import StepHistoryStore
 import Synchronization
 
 #if canImport(Glibc)

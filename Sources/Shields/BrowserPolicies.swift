@@ -1,5 +1,5 @@
-import Counting
 import Foundation
+import StepHistoryStore
 import SystemFiles
 import TypedJSON
 import UnlockPolicy

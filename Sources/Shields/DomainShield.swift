@@ -1,6 +1,6 @@
 internal import CLinux
-import Counting
 import Foundation
+import StepHistoryStore
 import SystemFiles
 public import UnlockPolicy
 

@@ -5,6 +5,7 @@ import Foundation
 import Household
 import Shields
 import StepGateDaemon
+import StepHistoryStore
 import SystemFiles
 import UnlockPolicy
 

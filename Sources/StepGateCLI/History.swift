@@ -3,6 +3,7 @@ import Counting
 import Formatting
 import Foundation
 import StepGateDaemon
+import StepHistoryStore
 import SystemFiles
 import Tuning
 import UnlockPolicy

@@ -1,9 +1,9 @@
 import CoreCommands
-import Counting
 import Formatting
 import Foundation
 import Shields
 import StepGateDaemon
+import StepHistoryStore
 import SystemFiles
 import TypedJSON
 import UnlockPolicy

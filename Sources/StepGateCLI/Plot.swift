@@ -1,10 +1,10 @@
 import CoreCommands
-import Counting
 import Formatting
 import Foundation
 import SensorInput
 import StepDetection
 import StepGateDaemon
+import StepHistoryStore
 import SystemFiles
 import Tuning
 

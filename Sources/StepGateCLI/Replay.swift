@@ -5,6 +5,7 @@ import Foundation
 import SensorInput
 import StepDetection
 import StepGateDaemon
+import StepHistoryStore
 import SystemFiles
 import Tuning
 import UnlockPolicy

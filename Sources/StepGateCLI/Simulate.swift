@@ -1,8 +1,8 @@
 import CoreCommands
-import Counting
 import Formatting
 import Foundation
 import StepGateDaemon
+import StepHistoryStore
 import SystemFiles
 import TypedJSON
 import UnlockPolicy

@@ -1,8 +1,8 @@
 import CoreCommands
-import Counting
 import Formatting
 import Foundation
 import StepGateDaemon
+import StepHistoryStore
 import UnlockPolicy
 
 /// `stepgate status`: what the daemon enforces now.

@@ -7,6 +7,7 @@ import Household
 import SensorInput
 package import Shields
 import StepDetection
+import StepHistoryStore
 import Synchronization
 import SystemFiles
 import UnlockPolicy

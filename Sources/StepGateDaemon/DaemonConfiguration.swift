@@ -1,9 +1,9 @@
-import Counting
 import Formatting
 import Foundation
 package import Household
 package import Shields
 package import StepDetection
+import StepHistoryStore
 import SystemFiles
 package import TypedJSON
 package import UnlockPolicy

@@ -1,5 +1,6 @@
 package import Counting
 package import Foundation
+package import StepHistoryStore
 package import UnlockPolicy
 
 extension StepLedger {

@@ -1,4 +1,4 @@
-import Counting
+import StepHistoryStore
 public import UnlockPolicy
 
 #if canImport(Glibc)

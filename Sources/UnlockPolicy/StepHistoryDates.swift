@@ -1,5 +1,5 @@
-public import Counting
 public import Foundation
+public import StepHistoryStore
 
 // The step history (module Counting, which links no Foundation) in Foundation's terms: dates
 // and named zones, for the policy, the daemon and the commands that have Foundation anyway.

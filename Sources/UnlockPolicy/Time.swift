@@ -1,5 +1,5 @@
-import Counting
 public import Foundation
+import StepHistoryStore
 
 /// One reading of the shell's clocks, passed with every input.
 ///

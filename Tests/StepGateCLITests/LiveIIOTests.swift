@@ -1,8 +1,8 @@
-import Counting
 import Foundation
 import SensorInput
 import StepDetection
 import StepGateTestSupport
+import StepHistoryStore
 import Synchronization
 import Testing
 import Tuning

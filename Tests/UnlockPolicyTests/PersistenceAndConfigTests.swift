@@ -1,6 +1,6 @@
-import Counting
 import Foundation
 import StepGateTestSupport
+import StepHistoryStore
 import Testing
 import TypedJSON
 

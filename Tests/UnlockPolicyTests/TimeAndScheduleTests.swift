@@ -1,5 +1,5 @@
-import Counting
 import Foundation
+import StepHistoryStore
 import Testing
 
 @testable import UnlockPolicy
