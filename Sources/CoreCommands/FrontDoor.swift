@@ -102,7 +102,8 @@ public enum FrontDoor {
                         """))
         }
         var door = stat()
-        guard stat(frontDoor, &door) == 0 else {
+        // /proc/self/exe itself when the path no longer names it (replaced during an upgrade).
+        guard stat(frontDoor, &door) == 0 || stat("/proc/self/exe", &door) == 0 else {
             return .failure(
                 Problem(
                     status: 126,
