@@ -3,7 +3,7 @@
 #
 #   Fuzz/run-control.sh [SECONDS]      (default 60)
 #
-# Builds Sources/UnlockPolicy (with Formatting and TypedJSON built as modules, Fuzz/modules.sh) + the decoder (Sources/StepGateDaemon/ControlCommand.swift) +
+# Builds Sources/UnlockPolicy (with Formatting, TypedJSON and StepHistoryStore built as modules, Fuzz/modules.sh) + the decoder (Sources/StepGateDaemon/ControlCommand.swift) +
 # Fuzz/ControlFuzz.swift with -sanitize=fuzzer,address into .build/control-fuzz, seeds a corpus in
 # fuzz-out/control-corpus with one request of each kind, and runs for SECONDS. Crashes land in
 # fuzz-out/.

@@ -3,7 +3,7 @@
 #
 #   Fuzz/run-policy.sh [SECONDS]      (default 60)
 #
-# Builds Sources/UnlockPolicy (with Formatting and TypedJSON built as modules, Fuzz/modules.sh) + Fuzz/PolicyFuzz.swift with -sanitize=fuzzer,address into
+# Builds Sources/UnlockPolicy (with Formatting, TypedJSON and StepHistoryStore built as modules, Fuzz/modules.sh) + Fuzz/PolicyFuzz.swift with -sanitize=fuzzer,address into
 # .build/policy-fuzz, seeds a corpus in fuzz-out/policy-corpus from the sample and scenario
 # configurations and a state file, and runs for SECONDS. Crashes land in fuzz-out/.
 set -euo pipefail

@@ -9,7 +9,7 @@ cd "$root"
 stepgate="${STEPGATE_DEMO_BINARY:-}"
 if [ -z "$stepgate" ]; then
     bash scripts/install-deps.sh
-    swift build -c release --product stepgate >&2
+    swift build -c release >&2  # both executables: stepgate and stepgate-full
     stepgate="$root/.build/release/stepgate"
 fi
 if [ "$#" -eq 0 ]; then

@@ -18,7 +18,7 @@ sections=("$@")
 [ "${#sections[@]}" -gt 0 ] || sections=(accuracy tuning speed live household)
 
 # Static Swift runtime, as scripts/package.sh ships it (and as the speed targets are stated).
-swift build -c release --static-swift-stdlib --product stepgate >&2
+swift build -c release --static-swift-stdlib >&2  # stepgate and stepgate-full
 stepgate="$(swift build -c release --static-swift-stdlib --show-bin-path)/stepgate"
 work="$(mktemp -d "${TMPDIR:-/tmp}/stepgate-figures.XXXXXX")"
 trap 'rm -rf "$work"' EXIT

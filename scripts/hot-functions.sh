@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Writes Sources/stepgate/hot-functions.order: the functions `stepgate` runs on its everyday
-# paths (start-up, replay, live counting, the daemon, the control commands), in the order they
-# first run. Release builds hand it to the linker (--symbol-ordering-file, see Package.swift),
+# Writes Sources/stepgate/hot-functions.order: the functions `stepgate` (the front door) and
+# `stepgate-full` (the full program) run on their everyday paths (start-up, replay, live
+# counting, the daemon, the control commands), in the order they first run; both executables
+# link with the one list. Release builds hand it to the linker (--symbol-ordering-file, see Package.swift),
 # which places those functions together at the start of the executable's code, so the pages a
 # command touches are a few contiguous megabytes instead of being spread over the 17 MB of code
 # of the Swift runtime, Foundation and StepGate: less resident memory and fewer page faults.
@@ -16,8 +17,11 @@ set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
 command -v valgrind >/dev/null || { echo "hot-functions: valgrind is needed (apt-get install valgrind)" >&2; exit 1; }
-swift build -c release --static-swift-stdlib --product stepgate >&2
+swift build -c release --static-swift-stdlib >&2
 stepgate="$(swift build -c release --static-swift-stdlib --show-bin-path)/stepgate"
+# The full program's commands are profiled in it directly: callgrind does not follow the front
+# door's exec.
+full="$(dirname "$stepgate")/stepgate-full"
 work="$(mktemp -d "${TMPDIR:-/tmp}/stepgate-hot.XXXXXX")"
 trap 'rm -rf "$work"; [ -n "${daemon:-}" ] && kill "$daemon" 2>/dev/null; true' EXIT
 n=0
@@ -34,8 +38,8 @@ profile "$stepgate" replay samples/walk-wrist-100.csv
 "$stepgate" replay --help >/dev/null
 for _ in 1 2 3 4; do cat samples/walk-front-pocket-303.csv; done | awk 'NR == 1 || !/^time/' > "$work/long.csv"
 profile "$stepgate" replay "$work/long.csv"
-profile "$stepgate" config
-profile "$stepgate" status --socket "$work/none.sock"
+profile "$full" config
+profile "$full" status --socket "$work/none.sock"
 
 # The daemon on the replayed pocket walk (as samples/try-daemon.json, in a folder of its own),
 # with a status request while it runs.
@@ -44,7 +48,7 @@ sed -e "s|/tmp/stepgate-try|$work/try|g" -e "s|\"walk-front-pocket-303.csv\"|\"$
 mkdir -p "$work/try"
 n=$((n + 1))
 valgrind --tool=callgrind --demangle=no --compress-strings=no --dump-instr=no \
-    --callgrind-out-file="$work/$n.out" "$stepgate" daemon --config "$work/try-daemon.json" >/dev/null 2>&1 &
+    --callgrind-out-file="$work/$n.out" "$full" daemon --config "$work/try-daemon.json" >/dev/null 2>&1 &
 daemon=$!
 sleep 20
 "$stepgate" status --socket "$work/try/control.sock" >/dev/null 2>&1 || true
@@ -85,6 +89,6 @@ done | grep -v '^0x' | awk '!seen[$0]++' > "$work/order"
     cat "$work/order"
 } > "$out"
 echo "hot-functions: $(wc -l < "$work/order") functions in $out" >&2
-# SwiftPM does not know the link depends on the list: remove the executable so the next release
-# build links it again with the new list.
-rm -f "$stepgate"
+# SwiftPM does not know the link depends on the list: remove the executables so the next
+# release build links them again with the new list.
+rm -f "$stepgate" "$full"

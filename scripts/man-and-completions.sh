@@ -3,7 +3,7 @@
 # (ManAndCompletionTests fails when they are out of date).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-swift build --product stepgate >&2
+swift build >&2  # stepgate and stepgate-full
 stepgate=.build/debug/stepgate
 mkdir -p docs/man completions
 "$stepgate" help --man > docs/man/stepgate.1

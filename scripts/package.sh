@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Builds stepgate_<version>_<arch>.deb with dpkg-deb: a static release build (the Swift runtime
-# linked in), the udev rule, the systemd unit (generated from udev/stepgate.service with /usr/bin
+# linked in) of both executables, /usr/libexec/stepgate/stepgate (the front door; /usr/bin/stepgate
+# links to it) and /usr/libexec/stepgate/stepgate-full beside it, which the front door starts for
+# every command but run, replay and --version (it looks only beside its own file), the udev rule, the systemd unit (generated from udev/stepgate.service with /usr/bin
 # paths), the sysusers.d entry, /etc/stepgate/config.json (a conffile: the example with every
 # selection emptied, so it shields nothing), the manual page, the completions, the docs, the
 # samples and their licences, and the maintainer scripts in debian/.
@@ -10,7 +12,8 @@
 # the library dependencies.
 #
 # Environment (all optional):
-#   STEPGATE_BINARY       an already built stepgate to package instead of building one
+#   STEPGATE_BINARY       an already built stepgate (the front door) to package instead of
+#                         building one; stepgate-full is taken from beside it
 #   STEPGATE_VERSION      the package version (default: StepGate.version in the sources)
 #   STEPGATE_DEB_DIR      where the .deb goes (default: the repository root)
 #   STEPGATE_DEB_COMPRESS dpkg-deb's compressor (default xz; tests use none)
@@ -22,9 +25,9 @@ repo=$(pwd)
 
 # The version lives in one place: the constant `stepgate --version` prints.
 version=${STEPGATE_VERSION:-$(sed -n 's/^ *public static let version = "\(.*\)"$/\1/p' \
-    Sources/StepGateCLI/StepGate.swift)}
+    Sources/CoreCommands/Version.swift)}
 if ! [[ "$version" =~ ^[0-9][A-Za-z0-9.+~]*$ ]]; then
-    echo "error: no usable version ('$version'); see Sources/StepGateCLI/StepGate.swift" >&2
+    echo "error: no usable version ('$version'); see Sources/CoreCommands/Version.swift" >&2
     exit 1
 fi
 arch=$(dpkg --print-architecture)
@@ -35,14 +38,26 @@ else
     swift build -c release --static-swift-stdlib >&2
     binary="$(swift build -c release --static-swift-stdlib --show-bin-path)/stepgate"
 fi
+full="$(dirname "$binary")/stepgate-full"
+if [ ! -x "$full" ]; then
+    echo "error: no $full beside $binary: build both executables ('swift build -c release --static-swift-stdlib')" >&2
+    exit 1
+fi
 built_version=$("$binary" --version)
+full_version=$("$full" --version)
+if [ "$full_version" != "$built_version" ]; then
+    echo "error: $binary says $built_version, $full says $full_version: rebuild both" >&2
+    exit 1
+fi
 if [ -z "${STEPGATE_VERSION:-}" ] && [ "$built_version" != "$version" ]; then
     echo "error: $binary says $built_version, the sources say $version: rebuild" >&2
     exit 1
 fi
-if objdump -p "$binary" | grep -q 'NEEDED *libswift'; then
-    echo "warning: $binary needs the Swift runtime installed (not a --static-swift-stdlib build)" >&2
-fi
+for executable in "$binary" "$full"; do
+    if objdump -p "$executable" | grep -q 'NEEDED *libswift'; then
+        echo "warning: $executable needs the Swift runtime installed (not a --static-swift-stdlib build)" >&2
+    fi
+done
 
 stage=$(mktemp -d)
 trap 'rm -rf "$stage"' EXIT
@@ -51,8 +66,15 @@ root=$stage/root
 doc=$root/usr/share/doc/stepgate
 mkdir -p "$root/DEBIAN" "$doc/examples"
 
-install -D -m 0755 "$binary" "$root/usr/bin/stepgate"
-strip --remove-section=.comment --remove-section=.note --strip-unneeded "$root/usr/bin/stepgate"
+# Both executables in one folder of their own (the front door finds the full program beside its
+# own file, /proc/self/exe with links resolved), root's like every file of the package; the
+# command is a link to the front door.
+libexec=$root/usr/libexec/stepgate
+install -D -m 0755 "$binary" "$libexec/stepgate"
+install -D -m 0755 "$full" "$libexec/stepgate-full"
+strip --remove-section=.comment --remove-section=.note --strip-unneeded "$libexec/stepgate" "$libexec/stepgate-full"
+mkdir -p "$root/usr/bin"
+ln -s ../libexec/stepgate/stepgate "$root/usr/bin/stepgate"
 install -D -m 0644 udev/60-stepgate-iio.rules "$root/usr/lib/udev/rules.d/60-stepgate-iio.rules"
 install -D -m 0644 debian/sysusers.conf "$root/usr/lib/sysusers.d/stepgate.conf"
 
@@ -113,7 +135,8 @@ depends="libc6, libgcc-s1, libiio0, libstdc++6, libsystemd0"
 if command -v dpkg-shlibdeps >/dev/null; then
     mkdir -p "$stage/debian"
     printf 'Source: stepgate\n\nPackage: stepgate\nArchitecture: any\n' >"$stage/debian/control"
-    if found=$(cd "$stage" && dpkg-shlibdeps -O --ignore-missing-info "root/usr/bin/stepgate" 2>/dev/null); then
+    if found=$(cd "$stage" && dpkg-shlibdeps -O --ignore-missing-info \
+        root/usr/libexec/stepgate/stepgate root/usr/libexec/stepgate/stepgate-full 2>/dev/null); then
         depends=${found#shlibs:Depends=}
     fi
 fi

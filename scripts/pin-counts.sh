@@ -13,7 +13,7 @@ set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
 [ -f ../shared/data/manifest.csv ] || { echo "pin-counts: ../shared/data is not present" >&2; exit 1; }
-swift build -c release --static-swift-stdlib --product stepgate >&2
+swift build -c release --static-swift-stdlib >&2  # stepgate and stepgate-full
 stepgate="$(swift build -c release --static-swift-stdlib --show-bin-path)/stepgate"
 table=Tests/PinnedCounts/pinned-counts.tsv
 work="$(mktemp -d "${TMPDIR:-/tmp}/stepgate-pins.XXXXXX")"

@@ -22,7 +22,7 @@ if [ "${#missing[@]}" -gt 0 ]; then
     apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
 fi
 
-swift build --product stepgate >&2
+swift build >&2  # stepgate and stepgate-full
 stepgate="$(swift build --show-bin-path)/stepgate"
 work="$(mktemp -d /tmp/stepgate-screenshot.XXXXXX)"
 chmod 755 "$work"

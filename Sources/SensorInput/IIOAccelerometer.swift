@@ -1,4 +1,3 @@
-import Foundation
 public import StepDetection
 import Synchronization
 
@@ -116,7 +115,7 @@ public final class IIOAccelerometer: SampleSource {
         let configuration = configuration
         let name = name
         let stats = stats
-        let thread = Thread { [running] in
+        let started = startThread(named: "stepgate-iio") { [running] in
             defer { running.update { $0 -= 1 } }
             Self.readLoop(configuration: configuration, name: name, stats: stats, control: control) {
                 continuation.yield($0)
@@ -124,8 +123,10 @@ public final class IIOAccelerometer: SampleSource {
                 continuation.finish(throwing: $0)
             }
         }
-        thread.name = "stepgate-iio"
-        thread.start()
+        if let code = started {
+            running.update { $0 -= 1 }
+            continuation.finish(throwing: IIOError(code: code, operation: "pthread_create", subject: name))
+        }
         return stream
     }
 

@@ -1,5 +1,10 @@
 internal import CLibIIO
-import Foundation
+
+#if canImport(Glibc)
+    internal import Glibc
+#elseif canImport(Musl)
+    internal import Musl
+#endif
 
 /// What `stepgate devices` shows about one IIO accelerometer: everything needed to tell
 /// whether and how StepGate can read it.
@@ -121,10 +126,8 @@ public struct IIODeviceInfo: Sendable, Hashable {
 
     /// A property udev recorded for the device's `/dev` node (`/run/udev/data/c<maj>:<min>`).
     static func udevProperty(deviceID: String, _ key: String) -> String? {
-        guard
-            let dev = try? String(contentsOfFile: "/sys/bus/iio/devices/\(deviceID)/dev", encoding: .utf8),
-            let data = try? String(
-                contentsOfFile: "/run/udev/data/c\(dev.trimmingIIOWhitespace())", encoding: .utf8)
+        guard let dev = readTextFile("/sys/bus/iio/devices/\(deviceID)/dev"),
+            let data = readTextFile("/run/udev/data/c\(dev.trimmingIIOWhitespace())")
         else { return nil }
         return udevProperty(in: data, key)
     }

@@ -1,5 +1,6 @@
 internal import CLinux
 import Foundation
+import StepHistoryStore
 import SystemFiles
 public import UnlockPolicy
 

@@ -1,4 +1,5 @@
 import Foundation
+import StepHistoryStore
 import SystemFiles
 import TypedJSON
 public import UnlockPolicy

@@ -1,3 +1,5 @@
+import CoreCommands
+import Counting
 import Formatting
 import Foundation
 import SensorInput
@@ -330,12 +332,10 @@ struct Bench: Command {
         ((try? FileManager.default.attributesOfItem(atPath: path))?[.size] as? Int) ?? 0
     }
 
-    /// This executable, for whole-process figures; `nil` when it cannot be found.
+    /// The `stepgate` a user runs (the front door beside this full program), for whole-process
+    /// figures; `nil` when it cannot be found.
     static var executable: String? {
-        var buffer = [CChar](repeating: 0, count: 4096)
-        let n = readlink("/proc/self/exe", &buffer, buffer.count - 1)
-        guard n > 0 else { return nil }
-        let path = String(decoding: buffer[0..<n].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        guard let path = FrontDoor.frontDoorPath() else { return nil }
         return access(path, X_OK) == 0 ? path : nil
     }
 

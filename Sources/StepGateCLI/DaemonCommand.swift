@@ -1,8 +1,11 @@
+import CoreCommands
+import Counting
 import Formatting
 import Foundation
 import Household
 import Shields
 import StepGateDaemon
+import StepHistoryStore
 import SystemFiles
 import UnlockPolicy
 

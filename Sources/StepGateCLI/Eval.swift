@@ -1,3 +1,5 @@
+import CoreCommands
+import Counting
 import Formatting
 import Foundation
 import SensorInput
@@ -226,7 +228,7 @@ struct Eval: Command {
                     let summary = try countSteps(
                         inFile: recording.path, options: RecordingReader.Options(format: recording.format),
                         configuration: configuration)
-                    try Replay.requireSamples(summary, file: recording.path)
+                    try ReplayArguments.requireSamples(summary, file: recording.path)
                     return (
                         index,
                         EvaluationResult(

@@ -1,3 +1,4 @@
+import CoreCommands
 import Formatting
 import Foundation
 @preconcurrency import Glibc

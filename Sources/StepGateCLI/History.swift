@@ -1,6 +1,9 @@
+import CoreCommands
+import Counting
 import Formatting
 import Foundation
 import StepGateDaemon
+import StepHistoryStore
 import SystemFiles
 import Tuning
 import UnlockPolicy

@@ -1,7 +1,9 @@
+import CoreCommands
 import Formatting
 import Foundation
 import Shields
 import StepGateDaemon
+import StepHistoryStore
 import SystemFiles
 import TypedJSON
 import UnlockPolicy

@@ -1,8 +1,10 @@
+import CoreCommands
 import Formatting
 import Foundation
 import SensorInput
 import StepDetection
 import StepGateDaemon
+import StepHistoryStore
 import SystemFiles
 import Tuning
 

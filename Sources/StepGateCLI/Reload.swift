@@ -1,3 +1,4 @@
+import CoreCommands
 import Formatting
 import StepGateDaemon
 

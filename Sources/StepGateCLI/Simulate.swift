@@ -1,6 +1,8 @@
+import CoreCommands
 import Formatting
 import Foundation
 import StepGateDaemon
+import StepHistoryStore
 import SystemFiles
 import TypedJSON
 import UnlockPolicy

@@ -1,6 +1,8 @@
+import CoreCommands
 import Formatting
 import Foundation
 import StepGateDaemon
+import StepHistoryStore
 import UnlockPolicy
 
 /// `stepgate status`: what the daemon enforces now.

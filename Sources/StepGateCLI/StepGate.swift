@@ -1,3 +1,4 @@
+import CoreCommands
 import Formatting
 @preconcurrency import Glibc
 import StepGateDaemon
@@ -5,7 +6,7 @@ import StepGateDaemon
 /// The `stepgate` command: parses the subcommand and runs it.
 public enum StepGate {
     /// The version printed by `--version`.
-    public static let version = "0.1.0"
+    public static let version = StepGateVersion.version
 
     /// Every subcommand, in the order help lists them, by name: finding the command to run does
     /// not build every configuration before it (each builds its help text; the daemon's start
@@ -82,19 +83,7 @@ public enum StepGate {
     }
 
     static func run(_ type: any Command.Type, _ arguments: [String]) async -> Int32 {
-        let configuration = type.configuration
-        do {
-            let parsed = try ParsedArguments(arguments, options: configuration.options)
-            if parsed.wantsHelp {
-                print(help(for: configuration))
-                return 0
-            }
-            var command = try type.init(arguments: parsed)
-            try await command.run()
-            return 0
-        } catch {
-            return status(for: error, configuration)
-        }
+        await CommandExecution.run(type, arguments)
     }
 
     /// Runs `arguments` at once, on the calling thread, when they name a
@@ -107,35 +96,7 @@ public enum StepGate {
         guard let first = arguments.first,
             let type = command(named: first)?.synchronous
         else { return nil }
-        let configuration = type.configuration
-        do {
-            let parsed = try ParsedArguments(Array(arguments.dropFirst()), options: configuration.options)
-            if parsed.wantsHelp {
-                print(help(for: configuration))
-                return 0
-            }
-            var command = try type.init(arguments: parsed)
-            try command.runSynchronously()
-            return 0
-        } catch {
-            return status(for: error, configuration)
-        }
-    }
-
-    /// Prints what went wrong; the exit status for it.
-    private static func status(for error: any Error, _ configuration: CommandConfiguration) -> Int32 {
-        switch error {
-        case let error as UsageError:
-            printError(
-                "Error: \(error.message)\nUsage: \(usage(for: configuration))\n"
-                    + "  See 'stepgate \(configuration.commandName) --help' for more information.")
-            return ExitCode.usage.rawValue
-        case let code as ExitCode:
-            return code.rawValue
-        default:
-            printError("Error: \(error)")
-            return ExitCode.failure.rawValue
-        }
+        return CommandExecution.runSynchronously(type, Array(arguments.dropFirst()))
     }
 
     static var rootUsage: String { "Usage: stepgate <subcommand>" }
@@ -162,42 +123,7 @@ public enum StepGate {
         return text
     }
 
-    static func usage(for c: CommandConfiguration) -> String {
-        var parts = ["stepgate", c.commandName]
-        // Arguments after `--` (a program and its arguments) come last: options after them
-        // would be passed to the program.
-        let (trailing, leading) = (
-            c.arguments.filter { $0.name.hasPrefix("--") }, c.arguments.filter { !$0.name.hasPrefix("--") }
-        )
-        for argument in leading {
-            parts.append(argument.isOptional ? "[\(argument.name)]" : argument.name)
-        }
-        for option in c.options { parts.append(option.isRequired ? option.synopsis : "[\(option.synopsis)]") }
-        for argument in trailing {
-            parts.append(argument.isOptional ? "[\(argument.name)]" : argument.name)
-        }
-        return parts.joined(separator: " ")
-    }
+    static func usage(for c: CommandConfiguration) -> String { CommandExecution.usage(for: c) }
 
-    static func help(for c: CommandConfiguration) -> String {
-        var text = "OVERVIEW: \(c.abstract)\n"
-        if !c.discussion.isEmpty { text += "\n\(c.discussion)\n" }
-        text += "\nUSAGE: \(usage(for: c))\n"
-        let width = 24
-        func row(_ left: String, _ help: String) -> String {
-            let label = "  " + left
-            if label.count + 2 > width {
-                return label + "\n" + String(repeating: " ", count: width) + help + "\n"
-            }
-            return rightPad(label, width) + help + "\n"
-        }
-        if !c.arguments.isEmpty {
-            text += "\nARGUMENTS:\n"
-            for argument in c.arguments { text += row(argument.name, argument.help) }
-        }
-        text += "\nOPTIONS:\n"
-        for option in c.options { text += row(option.helpSynopsis, option.help) }
-        text += row("-h, --help", "Show help information.")
-        return text
-    }
+    static func help(for c: CommandConfiguration) -> String { CommandExecution.help(for: c) }
 }

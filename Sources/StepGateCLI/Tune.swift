@@ -1,8 +1,10 @@
+import CoreCommands
 import Dispatch
 import Formatting
 import Foundation
 import StepDetection
 import StepGateDaemon
+import StepHistoryStore
 import Synchronization
 import SystemFiles
 import Tuning

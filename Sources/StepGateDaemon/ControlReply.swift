@@ -1,4 +1,5 @@
 import Foundation
+import StepHistoryStore
 package import TypedJSON
 
 // The daemon's answers on the control socket, one JSON line each. The server writes them from

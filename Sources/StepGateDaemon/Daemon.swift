@@ -1,3 +1,4 @@
+package import Counting
 @preconcurrency import Dispatch
 import Formatting
 import Foundation
@@ -6,6 +7,7 @@ import Household
 import SensorInput
 package import Shields
 import StepDetection
+import StepHistoryStore
 import Synchronization
 import SystemFiles
 import UnlockPolicy

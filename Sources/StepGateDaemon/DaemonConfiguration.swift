@@ -3,6 +3,7 @@ import Foundation
 package import Household
 package import Shields
 package import StepDetection
+import StepHistoryStore
 import SystemFiles
 package import TypedJSON
 package import UnlockPolicy

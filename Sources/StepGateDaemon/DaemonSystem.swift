@@ -1,3 +1,4 @@
+package import Counting
 import Formatting
 package import SensorInput
 package import Shields

@@ -1,3 +1,4 @@
+package import Counting
 import Formatting
 package import Foundation
 @preconcurrency import Glibc

@@ -1,5 +1,7 @@
+import Counting
 import Foundation
 import Household
+import StepHistoryStore
 import Synchronization
 import SystemFiles
 import TypedJSON

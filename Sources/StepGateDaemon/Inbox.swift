@@ -1,3 +1,4 @@
+import Counting
 @preconcurrency import Glibc
 import Household
 import Shields

@@ -18,9 +18,15 @@ public enum Fixtures {
     /// The bundled sample recordings.
     public static let samples: URL = packageRoot.appendingPathComponent("samples")
 
-    /// The debug-built `stepgate` executable.
+    /// The debug-built `stepgate` executable (the front door, which starts `stepgate-full` for
+    /// most commands).
     public static var stepgateExecutable: URL {
         packageRoot.appendingPathComponent(".build/debug/stepgate")
+    }
+
+    /// The debug-built full program, `stepgate-full`, beside the front door.
+    public static var fullProgramExecutable: URL {
+        packageRoot.appendingPathComponent(".build/debug/stepgate-full")
     }
 
     /// A fresh temporary folder (0755), inside this test process's folder, which is removed

@@ -1,3 +1,4 @@
+import StepHistoryStore
 public import UnlockPolicy
 
 #if canImport(Glibc)

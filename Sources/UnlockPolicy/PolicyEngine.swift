@@ -1,3 +1,5 @@
+import StepHistoryStore
+
 /// The unlock policy as a pure state machine: `handle(input, at: now)` updates the state and
 /// returns the effects the shell must carry out. It never reads a clock or a file.
 ///

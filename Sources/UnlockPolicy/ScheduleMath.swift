@@ -1,4 +1,5 @@
 import Foundation
+import StepHistoryStore
 
 /// Converts between UTC instants and local wall times of one zone, with the policy's DST rules:
 /// a local time in a skipped hour resolves to the first valid instant after it (the transition),

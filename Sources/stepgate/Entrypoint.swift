@@ -1,13 +1,23 @@
-import StepGateCLI
+import CoreCommands
+@preconcurrency import Glibc
 
+/// `stepgate`, the front door: `--version`, `run` and `replay` here, with no Foundation loaded;
+/// every other command line goes to the full program (``FrontDoor``).
 @main
 struct Entrypoint {
     static func main() async {
-        // The body of an async main starts on the main thread: a synchronous command such as
-        // `replay` runs right here, and no thread of the concurrency runtime is ever started.
-        if let status = StepGate.runSynchronously(Array(CommandLine.arguments.dropFirst())) {
-            StepGate.exit(status)
+        let arguments = Array(CommandLine.arguments.dropFirst())
+        switch FrontDoor.route(arguments) {
+        case .version:
+            print(StepGateVersion.version)
+            exit(0)
+        case .replay:
+            // On the main thread: no thread of the concurrency runtime is started.
+            exit(CommandExecution.runSynchronously(CountingReplay.self, Array(arguments.dropFirst())))
+        case .run:
+            exit(await CommandExecution.run(Run.self, Array(arguments.dropFirst())))
+        case .fullProgram:
+            FrontDoor.execFullProgram()
         }
-        await StepGate.main()
     }
 }

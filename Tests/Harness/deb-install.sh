@@ -47,7 +47,8 @@ calls() { cat /tmp/calls 2>/dev/null; : >/tmp/calls; }
 step "install $v1"
 dpkg -i "$v1"
 asked=$(calls)
-for f in /usr/bin/stepgate /usr/lib/udev/rules.d/60-stepgate-iio.rules \
+for f in /usr/bin/stepgate /usr/libexec/stepgate/stepgate /usr/libexec/stepgate/stepgate-full \
+    /usr/lib/udev/rules.d/60-stepgate-iio.rules \
     /usr/lib/systemd/system/stepgate.service /usr/lib/sysusers.d/stepgate.conf \
     /etc/stepgate/config.json /usr/share/man/man1/stepgate.1.gz \
     /usr/share/bash-completion/completions/stepgate /usr/share/zsh/vendor-completions/_stepgate \
@@ -71,6 +72,12 @@ dpkg-query -W -f='${Depends}\n' stepgate | grep -q 'libiio0' ||
 dpkg-query -W -f='${Conffiles}\n' stepgate | grep -q '^ /etc/stepgate/config.json ' ||
     fail "/etc/stepgate/config.json is not a conffile"
 [ "$(stepgate --version)" = "$version" ] || fail "stepgate --version says $(stepgate --version)"
+# The front door hands other commands to the full program beside it, installed root's and
+# not writable by others.
+[ "$(readlink /usr/bin/stepgate)" = ../libexec/stepgate/stepgate ] || fail "/usr/bin/stepgate is not the front door"
+[ "$(stat -c '%U %a' /usr/libexec/stepgate/stepgate-full)" = "root 755" ] ||
+    fail "stepgate-full is $(stat -c '%U %a' /usr/libexec/stepgate/stepgate-full)"
+stepgate help status | grep -q '^OVERVIEW: ' || fail "stepgate help status did not reach the full program"
 stepgate daemon --check --config /etc/stepgate/config.json || fail "the installed configuration is invalid"
 ! grep -Eq '"(executables|desktopCategories|domains|hooks|systemdUnits)": \[ *"' /etc/stepgate/config.json ||
     fail "the installed configuration shields something"
@@ -163,7 +170,7 @@ repo=$(cd "$(dirname "$0")/../.." && pwd)
 work=$(mktemp -d /tmp/stepgate-deb.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 mkdir "$work/ns" "$work/debs"
-version=$(sed -n 's/^ *public static let version = "\(.*\)"$/\1/p' "$repo/Sources/StepGateCLI/StepGate.swift")
+version=$(sed -n 's/^ *public static let version = "\(.*\)"$/\1/p' "$repo/Sources/CoreCommands/Version.swift")
 STEPGATE_BINARY=$binary STEPGATE_DEB_DIR=$work/debs STEPGATE_DEB_COMPRESS=none bash "$repo/scripts/package.sh" \
     >/dev/null
 STEPGATE_BINARY=$binary STEPGATE_DEB_DIR=$work/debs STEPGATE_DEB_COMPRESS=none STEPGATE_VERSION="$version+upgrade" \

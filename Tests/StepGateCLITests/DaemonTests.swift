@@ -312,6 +312,10 @@ struct DaemonTests {
         let binary = folder.appendingPathComponent("stepgate").path
         try FileManager.default.copyItem(atPath: Fixtures.stepgateExecutable.path, toPath: binary)
         chmod(binary, 0o755)
+        // The full program beside the front door, which starts it for every command but run and replay.
+        let full = folder.appendingPathComponent("stepgate-full").path
+        try FileManager.default.copyItem(atPath: Fixtures.fullProgramExecutable.path, toPath: full)
+        chmod(full, 0o755)
         let daemon = try TestDaemon(
             folder: folder, config: config(folder: folder, walk: sample("drive-wrist-0.csv"), speed: 1))
         defer { daemon.kill(SIGTERM) }

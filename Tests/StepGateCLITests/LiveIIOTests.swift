@@ -2,6 +2,7 @@ import Foundation
 import SensorInput
 import StepDetection
 import StepGateTestSupport
+import StepHistoryStore
 import Synchronization
 import Testing
 import Tuning
@@ -294,9 +295,16 @@ struct LiveIIOTests {
     @Test func permissionDeniedAsANonRootUserNamesTheUdevRule() throws {
         let device = try FakeIIO(profile: "lis3dh")
         defer { device.down() }
-        let copy = "/tmp/stepgate-\(UUID().uuidString)"
+        // Copies nobody may run, outside the build folder: the front door and, beside it, the
+        // full program, which runs `record` and `devices`.
+        let folder = "/tmp/stepgate-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: false)
+        chmod(folder, 0o755)
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let copy = folder + "/stepgate"
         try FileManager.default.copyItem(atPath: stepgate, toPath: copy)
-        defer { try? FileManager.default.removeItem(atPath: copy) }
+        try FileManager.default.copyItem(
+            atPath: Fixtures.fullProgramExecutable.path, toPath: folder + "/stepgate-full")
         let output = "/tmp/nobody-\(UUID().uuidString).csv"
         defer { unlink(output) }
         let record = try device.exec([

@@ -1,3 +1,5 @@
+import CoreCommands
+import Counting
 import Foundation
 import SensorInput
 import StepDetection
@@ -118,7 +120,7 @@ struct PinnedCountsTests {
             let summary: RecordingSummary
             do {
                 summary = try countSteps(inFile: path)
-                try Replay.requireSamples(summary, file: path)
+                try ReplayArguments.requireSamples(summary, file: path)
             } catch {
                 if row.format != "unreadable" { differences.append("\(row.path): \(error)") }
                 continue

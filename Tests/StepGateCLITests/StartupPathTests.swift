@@ -1,3 +1,4 @@
+import CoreCommands
 import Testing
 
 @testable import StepGateCLI

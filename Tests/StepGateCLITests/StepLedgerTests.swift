@@ -1,5 +1,7 @@
+import Counting
 import Foundation
 import StepGateTestSupport
+import StepHistoryStore
 import Testing
 import UnlockPolicy
 

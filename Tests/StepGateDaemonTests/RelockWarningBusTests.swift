@@ -1,3 +1,4 @@
+import Counting
 import Foundation
 import Glibc
 import Notifications

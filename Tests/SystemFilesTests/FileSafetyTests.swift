@@ -5,6 +5,7 @@ import Testing
 import TypedJSON
 import UnlockPolicy
 
+@testable import StepHistoryStore
 @testable import SystemFiles
 
 private func temporaryDirectory(_ mode: mode_t = 0o755) throws -> String {

@@ -1,5 +1,6 @@
 import Foundation
 import StepGateTestSupport
+import StepHistoryStore
 import Testing
 import UnlockPolicy
 

@@ -1,3 +1,4 @@
+import Counting
 import Foundation
 import SensorInput
 import StepDetection

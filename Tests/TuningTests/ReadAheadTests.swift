@@ -4,6 +4,7 @@ import StepDetection
 import StepGateTestSupport
 import Testing
 
+@testable import Counting
 @testable import Tuning
 
 /// Reading a long recording on a thread of its own (`replay`) gives exactly what reading it on

@@ -1,4 +1,5 @@
 import Foundation
+import StepHistoryStore
 import Testing
 import TypedJSON
 import UnlockPolicy

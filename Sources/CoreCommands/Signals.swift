@@ -1,10 +1,8 @@
 @preconcurrency import Dispatch
-import Formatting
 @preconcurrency import Glibc
-import StepGateDaemon
 
 /// Why a live command stopped.
-enum StopReason: Sendable, Equatable {
+package enum StopReason: Sendable, Equatable {
     /// The work ended by itself (the source ended, or a sample limit was reached).
     case finished
     /// SIGINT or SIGTERM arrived.
@@ -14,7 +12,7 @@ enum StopReason: Sendable, Equatable {
 }
 
 /// One `AsyncStream` element per delivery of any of the given signals (DispatchSource).
-func signalStream(_ signals: Int32...) -> AsyncStream<Int32> {
+package func signalStream(_ signals: Int32...) -> AsyncStream<Int32> {
     AsyncStream { continuation in
         let queue = DispatchQueue(label: "stepgate.signals")
         let sources = signals.map { number in
@@ -29,7 +27,8 @@ func signalStream(_ signals: Int32...) -> AsyncStream<Int32> {
 
 /// Runs `body` until it returns, SIGINT/SIGTERM arrives or `duration` seconds pass; then
 /// cancels it and waits for it to finish (so it can flush and close what it opened).
-func runUntilStopped(duration: Double?, _ body: @escaping @Sendable () async throws -> Void) async throws
+package func runUntilStopped(duration: Double?, _ body: @escaping @Sendable () async throws -> Void)
+    async throws
     -> StopReason
 {
     let signals = signalStream(SIGINT, SIGTERM)

@@ -24,7 +24,7 @@ public struct FileError: Error, Hashable, Sendable, CustomStringConvertible {
     }
 
     /// An error from the current `errno`.
-    static func errno(_ operation: String, _ path: String) -> FileError {
+    package static func errno(_ operation: String, _ path: String) -> FileError {
         let code = Glibc.errno
         let text = strerror(code).map { String(cString: $0) } ?? "error \(code)"
         return FileError(operation: operation, path: path, reason: text, code: code)

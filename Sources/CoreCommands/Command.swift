@@ -1,6 +1,3 @@
-import Formatting
-import StepGateDaemon
-
 /// A subcommand of `stepgate`: one type per file, shaped like swift-argument-parser's
 /// `ParsableCommand`.
 public protocol Command: SendableMetatype {
@@ -29,7 +26,7 @@ public protocol SynchronousCommand: Command {
 }
 
 extension SynchronousCommand {
-    mutating func run() async throws { try runSynchronously() }
+    public mutating func run() async throws { try runSynchronously() }
     public static var synchronous: (any SynchronousCommand.Type)? { Self.self }
 }
 
@@ -106,10 +103,10 @@ public struct OptionSpec: Sendable {
         OptionSpec(name: name, valueName: nil, help: help, isRepeatable: false, isRequired: required)
     }
 
-    var synopsis: String { valueName.map { "--\(name) <\($0)>" } ?? "--\(name)" }
+    public var synopsis: String { valueName.map { "--\(name) <\($0)>" } ?? "--\(name)" }
 
     /// As help lists it: `-o, --output <file>`.
-    var helpSynopsis: String { shortName.map { "-\($0), " + synopsis } ?? synopsis }
+    public var helpSynopsis: String { shortName.map { "-\($0), " + synopsis } ?? synopsis }
 }
 
 /// A mistake in how the command was called: printed with the usage, exit status 64.

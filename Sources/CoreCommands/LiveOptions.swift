@@ -1,10 +1,9 @@
 import Formatting
-import SensorInput
-import StepGateDaemon
+package import SensorInput
 
 /// The options every live command takes to choose and open an IIO accelerometer.
-struct LiveOptions: Sendable {
-    static let specs: [OptionSpec] = [
+package struct LiveOptions: Sendable {
+    package static let specs: [OptionSpec] = [
         .option("device", "device", help: "IIO device id, name or label (default: the first accelerometer)."),
         .option("uri", "uri", help: "libiio context: local: (default), ip:HOST[:PORT], usb:…"),
         .option("rate", "hz", help: "Sampling rate; the nearest available is used (default 100)."),
@@ -14,15 +13,15 @@ struct LiveOptions: Sendable {
         .option("samples", "count", help: "Stop after this many samples."),
     ]
 
-    var device: String?
-    var uri: String?
-    var rate: Double
-    var trigger: String?
-    var mode: IIOAccelerometer.Mode
-    var duration: Double?
-    var sampleLimit: Int?
+    package var device: String?
+    package var uri: String?
+    package var rate: Double
+    package var trigger: String?
+    package var mode: IIOAccelerometer.Mode
+    package var duration: Double?
+    package var sampleLimit: Int?
 
-    init(_ arguments: ParsedArguments) throws(UsageError) {
+    package init(_ arguments: ParsedArguments) throws(UsageError) {
         device = arguments.value("device")
         uri = arguments.value("uri")
         rate =
@@ -42,7 +41,7 @@ struct LiveOptions: Sendable {
     }
 
     /// Opens the source (checks that the device exists), logging to standard error.
-    func source() throws(IIOError) -> IIOAccelerometer {
+    package func source() throws(IIOError) -> IIOAccelerometer {
         try IIOAccelerometer(
             configuration: .init(
                 uri: uri, device: device, rate: rate, trigger: trigger, mode: mode,

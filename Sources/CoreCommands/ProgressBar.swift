@@ -1,19 +1,18 @@
-import Formatting
-import StepGateDaemon
+public import Formatting
 
 /// A one-line progress bar on standard error, drawn only when standard error is a terminal.
-struct ProgressBar {
+public struct ProgressBar {
     private let label: String
     private let enabled: Bool
     private var lastPercent = -1
 
-    init(label: String, enabled: Bool = isTerminal(2)) {
+    public init(label: String, enabled: Bool = isTerminal(2)) {
         self.label = label
         self.enabled = enabled
     }
 
     /// Redraws when the percentage changed.
-    mutating func update(done: Int, total: Int) {
+    public mutating func update(done: Int, total: Int) {
         guard enabled, total > 0 else { return }
         let percent = min(100, done * 100 / total)
         guard percent != lastPercent else { return }
@@ -25,7 +24,7 @@ struct ProgressBar {
     }
 
     /// Clears the line.
-    func finish() {
+    public func finish() {
         guard enabled, lastPercent >= 0 else { return }
         printRaw("\r" + String(repeating: " ", count: label.count + 40) + "\r")
     }

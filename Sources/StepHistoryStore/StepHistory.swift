@@ -1,5 +1,10 @@
-public import Foundation
 public import TypedJSON
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#endif
 
 /// Maps an instant to the local calendar day and hour of a time zone.
 ///
@@ -17,29 +22,27 @@ public struct LocalClock: Sendable {
         self.offset = offset
     }
 
-    /// A named zone (`Europe/Berlin`); `nil` when the identifier is not a zone.
-    public init?(zone identifier: String) {
-        guard timeZoneProblem(identifier) == nil, let zone = TimeZone(identifier: identifier) else {
-            return nil
-        }
-        self.init(name: identifier) { seconds in
-            Int64(zone.secondsFromGMT(for: Date(timeIntervalSince1970: Double(seconds))))
-        }
-    }
-
     /// UTC.
     public static let utc = LocalClock(name: "UTC") { _ in 0 }
 
-    /// The local day (days since 1970-01-01 of the local date) and hour (0–23) of `date`.
-    public func dayAndHour(_ date: Date) -> (day: Int64, hour: Int) {
-        let seconds = Int64(max(-1.0e15, min(1.0e15, date.timeIntervalSince1970.rounded(.down))))
+    /// The local day (days since 1970-01-01 of the local date) and hour (0–23) of an instant
+    /// in seconds since 1970 (UTC).
+    public func dayAndHour(secondsSince1970 time: Double) -> (day: Int64, hour: Int) {
+        let seconds = Int64(max(-1.0e15, min(1.0e15, time.rounded(.down))))
         let local = seconds + offset(seconds)
         let day = floorDiv(local, 86_400)
         return (day, Int((local - day * 86_400) / 3600))
     }
 
-    /// The local day of `date`.
-    public func day(_ date: Date) -> Int64 { dayAndHour(date).day }
+    /// The local day of an instant in seconds since 1970.
+    public func day(secondsSince1970 time: Double) -> Int64 { dayAndHour(secondsSince1970: time).day }
+}
+
+/// The wall clock (`CLOCK_REALTIME`) in seconds since 1970, as Foundation's `Date()` reads it.
+public func wallClockSeconds() -> Double {
+    var now = timespec()
+    clock_gettime(CLOCK_REALTIME, &now)
+    return Double(now.tv_sec) + Double(now.tv_nsec) / 1e9
 }
 
 /// Steps per local hour for the last ``retainedDays`` days on which steps were counted.
@@ -65,10 +68,10 @@ public struct StepHistory: Sendable, Equatable {
     /// An empty history.
     public init() {}
 
-    /// Adds `steps` counted at `date`, in the local hour of `clock`.
-    public mutating func add(_ steps: Int, at date: Date, clock: LocalClock) {
+    /// Adds `steps` counted at an instant (seconds since 1970), in the local hour of `clock`.
+    public mutating func add(_ steps: Int, atSecondsSince1970 time: Double, clock: LocalClock) {
         guard steps > 0 else { return }
-        let (day, hour) = clock.dayAndHour(date)
+        let (day, hour) = clock.dayAndHour(secondsSince1970: time)
         set(day: day, hour: hour, to: (days[day]?[hour] ?? 0) + min(steps, Self.maximumPerHour))
     }
 
@@ -94,8 +97,10 @@ public struct StepHistory: Sendable, Equatable {
     /// The 24 hourly counts of a local day (zeros when nothing was counted).
     public func hours(onDay day: Int64) -> [Int] { days[day] ?? Array(repeating: 0, count: 24) }
 
-    /// Steps on the local day of `date` in `clock`'s zone.
-    public func today(at date: Date, clock: LocalClock) -> Int { steps(onDay: clock.day(date)) }
+    /// Steps on the local day of an instant (seconds since 1970) in `clock`'s zone.
+    public func today(atSecondsSince1970 time: Double, clock: LocalClock) -> Int {
+        steps(onDay: clock.day(secondsSince1970: time))
+    }
 
     /// All steps kept.
     public var total: Int { days.values.reduce(0) { $0 + $1.reduce(0, +) } }

@@ -1,6 +1,3 @@
-import Formatting
-import StepGateDaemon
-
 /// The options, flags and positional arguments of one command line, checked against the
 /// command's ``OptionSpec``s.
 public struct ParsedArguments: Sendable {

@@ -1,13 +1,13 @@
+import Counting
 import Formatting
-import Foundation
+@preconcurrency import Glibc
 import SensorInput
-import StepDetection
-import StepGateDaemon
+package import StepDetection
 import Synchronization
 
 /// `stepgate run`: counts steps live from an IIO accelerometer.
-struct Run: Command {
-    static let configuration = CommandConfiguration(
+public struct Run: Command {
+    public static let configuration = CommandConfiguration(
         commandName: "run",
         abstract: "Count steps live from an IIO accelerometer.",
         discussion: """
@@ -32,7 +32,7 @@ struct Run: Command {
     var configPath: String?
     var ledgerPath: String
 
-    init(arguments: ParsedArguments) throws(UsageError) {
+    public init(arguments: ParsedArguments) throws(UsageError) {
         if let extra = arguments.positionals.first { throw UsageError("unexpected argument '\(extra)'") }
         live = try LiveOptions(arguments)
         goal = try arguments.value("goal", expected: "a positive whole number") {
@@ -44,7 +44,7 @@ struct Run: Command {
     }
 
     /// What the counting task reports to the summary.
-    struct Progress: Sendable {
+    package struct Progress: Sendable {
         var sessionSteps = 0
         var todaySteps = 0
         var samples = 0
@@ -53,7 +53,7 @@ struct Run: Command {
         var latencies: [Double] = []
     }
 
-    func run() async throws {
+    public func run() async throws {
         let detectorConfiguration =
             try configPath.map(loadDetectorConfiguration(path:)) ?? DetectorConfiguration()
         let source = try live.source()
@@ -147,7 +147,7 @@ struct Run: Command {
         }
     }
 
-    static func describe(_ reason: StopReason) -> String {
+    package static func describe(_ reason: StopReason) -> String {
         switch reason {
         case .finished: "finished"
         case .duration: "duration"
@@ -155,7 +155,9 @@ struct Run: Command {
         }
     }
 
-    static func statusLine(_ p: Progress, goal: Int?, detector: StepDetector, now: Int64, started: Int64)
+    package static func statusLine(
+        _ p: Progress, goal: Int?, detector: StepDetector, now: Int64, started: Int64
+    )
         -> String
     {
         let goalText = goal.map { " / \($0)" } ?? ""
