@@ -8,13 +8,7 @@ import TypedJSON
 /// StepGate configuration with a `"detector"` section. Absent keys take their defaults; unknown
 /// keys, wrong types and out-of-range values are errors naming the key.
 public func loadDetectorConfiguration(path: String) throws -> DetectorConfiguration {
-    let bytes = try readConfigurationFile(path: path)
-    let document: JSONDocument
-    do {
-        document = try JSONDocument.parse(bytes: bytes)
-    } catch {
-        throw ConfigurationFileError(path: path, bytes: bytes, document: nil, error: error)
-    }
+    let (bytes, document) = try readConfigurationDocument(path: path)
     guard case .object(let members) = document.value else {
         throw ConfigurationFileError(
             path: path, message: "expected a JSON object at the top level, found \(document.value.excerpt)")

@@ -129,13 +129,7 @@ package struct DaemonConfiguration {
     /// read by the strict JSON reader the policy uses (duplicate keys refused, `true`, `1` and
     /// `1.0` kept apart), once.
     package static func load(path: String) throws -> DaemonConfiguration {
-        let bytes = try readConfigurationFile(path: path)
-        let document: JSONDocument
-        do {
-            document = try JSONDocument.parse(bytes: bytes)
-        } catch {
-            throw ConfigurationFileError(path: path, bytes: bytes, document: nil, error: error)
-        }
+        let (bytes, document) = try readConfigurationDocument(path: path)
         guard case .object(let members) = document.value else {
             throw ConfigurationFileError(path: path, message: "expected a JSON object at the top level")
         }

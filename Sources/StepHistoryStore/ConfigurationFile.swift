@@ -64,3 +64,17 @@ public func readConfigurationFile(path: String) throws(ConfigurationFileError) -
     }
     return bytes
 }
+
+/// A configuration file read and parsed by the strict JSON reader (duplicate keys refused,
+/// `true`, `1` and `1.0` kept apart), with its bytes for locating later errors; a syntax error
+/// names the file, line and column.
+package func readConfigurationDocument(path: String) throws(ConfigurationFileError) -> (
+    bytes: [UInt8], document: JSONDocument
+) {
+    let bytes = try readConfigurationFile(path: path)
+    do throws(JSONPathError) {
+        return (bytes, try JSONDocument.parse(bytes: bytes))
+    } catch {
+        throw ConfigurationFileError(path: path, bytes: bytes, document: nil, error: error)
+    }
+}
