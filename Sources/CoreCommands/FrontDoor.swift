@@ -86,6 +86,20 @@ public enum FrontDoor {
                         "stepgate: cannot find the full program: /proc/self/exe is unreadable (is /proc mounted?)"
                 ))
         }
+        // Started as `ld-linux-x86-64.so.2 stepgate …`, this process's executable is the dynamic
+        // loader, and the folder beside it is the loader's: say so rather than that the full
+        // program is missing.
+        let name = frontDoor[
+            (frontDoor.lastIndex(of: "/").map { frontDoor.index(after: $0) } ?? frontDoor.startIndex)...]
+        if name.hasPrefix("ld-") && name.contains(".so") {
+            return .failure(
+                Problem(
+                    status: 127,
+                    description: """
+                        stepgate: started through the dynamic loader (\(frontDoor)), so the full \
+                        program cannot be found beside it; run stepgate itself
+                        """))
+        }
         let path = folder(of: frontDoor) + "/" + fullProgramName
         var program = stat()
         // lstat: a link is refused (below), not followed to a file someone else chose.

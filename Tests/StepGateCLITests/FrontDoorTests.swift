@@ -144,6 +144,29 @@ struct FrontDoorTests {
         }
     }
 
+    @Test(
+        .enabled(
+            if: FileManager.default.isExecutableFile(atPath: "/lib64/ld-linux-x86-64.so.2"),
+            "needs the x86-64 dynamic loader at /lib64"))
+    func startedThroughTheDynamicLoaderItSaysSo() throws {
+        let loader = "/lib64/ld-linux-x86-64.so.2"
+        let result = try runProcess(URL(fileURLWithPath: loader), [frontDoor.path, "status"])
+        #expect(result.status == 127)
+        #expect(
+            result.standardError.hasPrefix("stepgate: started through the dynamic loader ("),
+            "\(result.standardError)")
+        #expect(!result.standardError.contains("missing"))
+        // What the front door runs itself is unaffected.
+        #expect(try runProcess(URL(fileURLWithPath: loader), [frontDoor.path, "--version"]).status == 0)
+        // The decision alone, for any loader name.
+        guard case .failure(let problem) = FrontDoor.fullProgram(besides: "/usr/lib/ld-linux-aarch64.so.1")
+        else {
+            Issue.record("a loader's folder was searched for the full program")
+            return
+        }
+        #expect(problem.status == 127)
+    }
+
     @Test func neitherPathNorArgv0NorALinkChoosesTheFullProgram() throws {
         try withTemporaryFolder { folder in
             let home = folder.appendingPathComponent("door")
