@@ -104,7 +104,16 @@ public enum FrontDoor {
         var program = stat()
         // lstat: a link is refused (below), not followed to a file someone else chose.
         guard lstat(path, &program) == 0 else {
-            let reason = String(cString: strerror(errno))
+            let code = errno
+            let reason = String(cString: strerror(code))
+            if code != ENOENT && code != ENOTDIR {
+                // There, but not to be reached as this user (a folder on the way they may not
+                // enter): not "missing", and not something reinstalling mends.
+                return .failure(
+                    Problem(
+                        status: 126,
+                        description: "stepgate: cannot reach the full program \(path): \(reason)"))
+            }
             return .failure(
                 Problem(
                     status: 127,

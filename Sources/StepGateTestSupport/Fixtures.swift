@@ -29,6 +29,21 @@ public enum Fixtures {
         packageRoot.appendingPathComponent(".build/debug/stepgate-full")
     }
 
+    /// Copies of the front door and, beside it, the full program in `folder`, each 0755, for a
+    /// test that runs them as another user: the build folder may be one that user cannot enter
+    /// (a clean clone in a 0700 `mktemp -d`), and the front door looks for the full program
+    /// beside itself as the user it runs as. The front door's copy.
+    public static func copyExecutables(into folder: URL) throws -> URL {
+        let door = folder.appendingPathComponent("stepgate")
+        let full = folder.appendingPathComponent("stepgate-full")
+        try FileManager.default.copyItem(at: stepgateExecutable, to: door)
+        try FileManager.default.copyItem(at: fullProgramExecutable, to: full)
+        for file in [door, full] {
+            try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: file.path)
+        }
+        return door
+    }
+
     /// A fresh temporary folder (0755), inside this test process's folder, which is removed
     /// when the process exits; ``withTemporaryFolder(_:)`` removes its folder at once.
     public static func temporaryFolder() throws -> URL { try TemporaryFolders.make() }

@@ -309,13 +309,7 @@ struct DaemonTests {
     func anUnprivilegedUserMayOnlyAskStatus() throws {
         let folder = try Fixtures.temporaryFolder()
         chmod(folder.path, 0o755)
-        let binary = folder.appendingPathComponent("stepgate").path
-        try FileManager.default.copyItem(atPath: Fixtures.stepgateExecutable.path, toPath: binary)
-        chmod(binary, 0o755)
-        // The full program beside the front door, which starts it for every command but run and replay.
-        let full = folder.appendingPathComponent("stepgate-full").path
-        try FileManager.default.copyItem(atPath: Fixtures.fullProgramExecutable.path, toPath: full)
-        chmod(full, 0o755)
+        let binary = try Fixtures.copyExecutables(into: folder).path
         let daemon = try TestDaemon(
             folder: folder, config: config(folder: folder, walk: sample("drive-wrist-0.csv"), speed: 1))
         defer { daemon.kill(SIGTERM) }

@@ -167,6 +167,32 @@ struct FrontDoorTests {
         #expect(problem.status == 127)
     }
 
+    /// `setpriv` keeps root's capabilities until it starts the front door, so a user can be
+    /// started from a folder they may not enter; the full program beside it is then there but
+    /// out of their reach, which is not "missing".
+    @Test(
+        .enabled(
+            if: getuid() == 0 && FileManager.default.isExecutableFile(atPath: "/usr/bin/setpriv"),
+            "needs root and setpriv"))
+    func aFullProgramOutOfTheUsersReachIsNotCalledMissing() throws {
+        try withTemporaryFolder { folder in
+            let closed = folder.appendingPathComponent("closed")
+            let open = closed.appendingPathComponent("open")
+            try FileManager.default.createDirectory(at: open, withIntermediateDirectories: true)
+            chmod(closed.path, 0o700)
+            chmod(open.path, 0o755)
+            let door = try Fixtures.copyExecutables(into: open)
+            let result = try runProcess(
+                URL(fileURLWithPath: "/usr/bin/setpriv"),
+                ["--reuid=nobody", "--regid=nogroup", "--clear-groups", door.path, "status"])
+            #expect(result.status == 126)
+            #expect(
+                result.standardError.hasPrefix(
+                    "stepgate: cannot reach the full program \(open.path)/stepgate-full: Permission denied"),
+                "\(result.standardError)")
+        }
+    }
+
     @Test func neitherPathNorArgv0NorALinkChoosesTheFullProgram() throws {
         try withTemporaryFolder { folder in
             let home = folder.appendingPathComponent("door")

@@ -345,10 +345,15 @@ struct GateAttackTests {
         try shieldedConfig(folder: own).write(toFile: configPath, atomically: true, encoding: .utf8)
         for name in ["hosts", "config.json"] { chown(own.appendingPathComponent(name).path, 65534, 65534) }
         let socket = own.appendingPathComponent("control.sock").path
+        // Copies nobody can reach (the build folder may be in a folder only root may enter).
+        let programs = folder.appendingPathComponent("programs")
+        try FileManager.default.createDirectory(at: programs, withIntermediateDirectories: false)
+        chmod(programs.path, 0o755)
+        let stepgate = try Fixtures.copyExecutables(into: programs).path
         let fake = Process()
         fake.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
         fake.arguments = [
-            "--reuid=nobody", "--regid=nogroup", "--clear-groups", Fixtures.stepgateExecutable.path, "daemon",
+            "--reuid=nobody", "--regid=nogroup", "--clear-groups", stepgate, "daemon",
             "--config", configPath,
         ]
         fake.standardOutput = FileHandle.nullDevice
@@ -366,7 +371,7 @@ struct GateAttackTests {
         let asNobody = try runProcess(
             URL(fileURLWithPath: "/usr/bin/setpriv"),
             [
-                "--reuid=nobody", "--regid=nogroup", "--clear-groups", Fixtures.stepgateExecutable.path,
+                "--reuid=nobody", "--regid=nogroup", "--clear-groups", stepgate,
                 "status", "--socket", socket,
             ])
         #expect(asNobody.status == 0, "the user's own client: \(asNobody.standardError)")
