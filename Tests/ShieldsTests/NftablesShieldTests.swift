@@ -141,20 +141,7 @@ struct NftablesShieldTests {
         .enabled(if: nftAvailable, "needs nft (Debian package nftables)"),
         .enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/setpriv"), "needs setpriv"))
     func refusesTheGatedUserInANetworkNamespace() throws {
-        let failures = Mutex<[String]>([])
-        let done = DispatchSemaphore(value: 0)
-        let thread = Thread {
-            defer { done.signal() }
-            func fail(_ text: String) { failures.withLock { $0.append(text) } }
-            // This thread (and what it starts) gets a network namespace of its own.
-            guard stepgate_unshare_network() == 0 else {
-                return fail("unshare: \(String(cString: strerror(errno)))")
-            }
-            let runner = CommandRunner()
-            guard
-                (try? runner.run(["/usr/sbin/ip", "link", "set", "lo", "up"], timeout: 10, shield: "test"))?
-                    .status == 0
-            else { return fail("ip link set lo up failed") }
+        inNetworkNamespace { runner, fail in
             let listeners = [listen("127.0.0.2", 8080), listen("127.0.0.3", 443), listen("127.0.0.3", 80)]
             defer { for fd in listeners { close(fd) } }
             guard listeners.allSatisfy({ $0 >= 0 }) else { return fail("listen failed") }
@@ -206,9 +193,6 @@ struct NftablesShieldTests {
                 fail("nobody still cut off after the shield was lifted")
             }
         }
-        thread.start()
-        #expect(done.wait(timeout: .now() + 90) == .success)
-        #expect(failures.withLock { $0 } == [])
     }
 
     /// For real, in a network namespace this test makes: a process of a uid in the gated user's
@@ -224,19 +208,7 @@ struct NftablesShieldTests {
         let subuid = folder.appendingPathComponent("subuid").path
         try "# the gated user's range\nnobody:100000:65536\n".write(
             toFile: subuid, atomically: true, encoding: .utf8)
-        let failures = Mutex<[String]>([])
-        let done = DispatchSemaphore(value: 0)
-        let thread = Thread {
-            defer { done.signal() }
-            func fail(_ text: String) { failures.withLock { $0.append(text) } }
-            guard stepgate_unshare_network() == 0 else {
-                return fail("unshare: \(String(cString: strerror(errno)))")
-            }
-            let runner = CommandRunner()
-            guard
-                (try? runner.run(["/usr/sbin/ip", "link", "set", "lo", "up"], timeout: 10, shield: "test"))?
-                    .status == 0
-            else { return fail("ip link set lo up failed") }
+        inNetworkNamespace { runner, fail in
             let listener = listen("127.0.0.2", 8080)
             defer { close(listener) }
             guard listener >= 0 else { return fail("listen failed") }
@@ -279,6 +251,29 @@ struct NftablesShieldTests {
                 return fail("remove: \(error)")
             }
             if !connects(as: 100_001) { fail("uid 100001 still cut off after the shield was lifted") }
+        }
+    }
+
+    /// Runs `body` on a thread of its own in a network namespace of its own (loopback up), with
+    /// a command runner and a way to record failures; expects it to end within 90 s without any.
+    private func inNetworkNamespace(
+        _ body: @escaping @Sendable (CommandRunner, @escaping @Sendable (String) -> Void) -> Void
+    ) {
+        let failures = Mutex<[String]>([])
+        let done = DispatchSemaphore(value: 0)
+        let thread = Thread {
+            defer { done.signal() }
+            let fail: @Sendable (String) -> Void = { text in failures.withLock { $0.append(text) } }
+            // This thread (and what it starts) gets a network namespace of its own.
+            guard stepgate_unshare_network() == 0 else {
+                return fail("unshare: \(String(cString: strerror(errno)))")
+            }
+            let runner = CommandRunner()
+            guard
+                (try? runner.run(["/usr/sbin/ip", "link", "set", "lo", "up"], timeout: 10, shield: "test"))?
+                    .status == 0
+            else { return fail("ip link set lo up failed") }
+            body(runner, fail)
         }
         thread.start()
         #expect(done.wait(timeout: .now() + 90) == .success)
