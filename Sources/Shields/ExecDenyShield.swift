@@ -65,6 +65,9 @@ public final class ExecDenyShield: Shield {
     static let responderCount = 3
     /// Watches the folders of shielded files; see ``onChange``.
     private let watcher: FolderWatcher?
+    /// Refuses gated opens of files in the folders of shielded files until they are judged
+    /// (see ``FolderGuard``); `nil` where its group cannot be made.
+    private let folderGuard: FolderGuard?
     /// The files each shielded store stands for, from the last recheck.
     private var storeFiles: [String: Set<FileID>] = [:]
     /// The paths each shielded store's files were found under, from the last recheck.
@@ -301,6 +304,7 @@ public final class ExecDenyShield: Shield {
                 notice: { [denied] in denied.onNotice.withLock { $0 }?.call($0) })
             denied.answering.store(false, ordering: .relaxed)
             watcher = FolderWatcher()
+            folderGuard = FolderGuard(privilegedGroup: privilegedGroup)
             responders = Self.startResponders(group: group, denied: denied)
             return
         }
@@ -333,6 +337,7 @@ public final class ExecDenyShield: Shield {
             log: { [denied] in denied.onWarning.withLock { $0 }?.call($0) },
             notice: { [denied] in denied.onNotice.withLock { $0 }?.call($0) })
         watcher = FolderWatcher()
+        folderGuard = FolderGuard(privilegedGroup: privilegedGroup)
         responders = Self.startResponders(group: group, denied: denied)
     }
 
@@ -354,6 +359,7 @@ public final class ExecDenyShield: Shield {
             waited += 1
         }
         close(group)  // the kernel allows every pending event of a closed group
+        folderGuard?.stop()
         watcher?.stop()
         reaper.stop()
         // Groups with processes in them stay for the next instance, and so does their parent.
@@ -541,10 +547,15 @@ public final class ExecDenyShield: Shield {
         var folders: Set<String> = []
         // Programs named by path first: nothing read from the application folders can delay them.
         let all = targets.values.reduce(into: Set<Target>(), { $0.formUnion($1) })
+        // The folders whose new files wait for a judgement (see FolderGuard), the names a
+        // shielded file has there, and the shielded Python modules.
+        var guarded = FolderGuard.Plan()
         for target in all.filter({ $0.kind != .desktopCategory }).sorted()
             + all.filter({ $0.kind == .desktopCategory }).sorted()
         {
             let (files, problems) = resolve(target)
+            if target.kind == .executable, let path = candidatePath(target.value) { guarded.add(path) }
+            for file in files { guarded.add(file.path) }
             var all = problems
             if files.isEmpty && problems.isEmpty && target.kind == .executable {
                 all.append("\(target.value): not found")
@@ -595,6 +606,10 @@ public final class ExecDenyShield: Shield {
             for ids in byTarget.values { for id in ids { owners[id, default: []].insert(store) } }
         }
         denied.stores.withLock { $0 = owners.mapValues { $0.sorted() } }
+        if let folderGuard {
+            guarded.makeCacheFolders()
+            folderGuard.guardFolders(guarded.folders, names: guarded.names, modules: guarded.modules)
+        }
         // Files of unlocked stores are watched first: one that was shielded until now is never
         // left unmarked in between (an opener then would not be confined).
         rewatch(wanted: wanted)
@@ -687,19 +702,7 @@ public final class ExecDenyShield: Shield {
     private func resolveProgram(_ name: String, extra: Set<UInt32?>) -> (
         files: [TrustedPath], problems: [String]
     ) {
-        var candidate: String?
-        if name.hasPrefix("/") {
-            candidate = name
-        } else {
-            for directory in searchPath.split(separator: ":") {
-                let path = "\(directory)/\(name)"
-                if FileManager.default.isExecutableFile(atPath: path) {
-                    candidate = path
-                    break
-                }
-            }
-        }
-        guard let candidate else { return ([], []) }
+        guard let candidate = candidatePath(name) else { return ([], []) }
         var files: [TrustedPath] = []
         var problems: [String] = []
         var source: TrustedPath?
@@ -722,18 +725,31 @@ public final class ExecDenyShield: Shield {
         // source and reads a cache that matches): they are shielded with it.
         if let source {
             var seen = Set(files.map { FileID(device: $0.device, inode: $0.inode) })
+            // Python writes its caches as plain files: a link under a cache's name is not one of
+            // them (it leads elsewhere, and that file is judged on its own), and a cache a gated
+            // user controls is their own copy. Neither is shielded, and neither is a problem
+            // (reported at every check, it would only make noise of a user's planted links).
             for path in Self.bytecodeCaches(of: [candidate, source.path]) {
-                guard case .success(let file) = TrustedPath.resolve(path),
+                var info = stat()
+                guard lstat(path, &info) == 0, info.st_mode & S_IFMT == S_IFREG,
+                    case .success(let file) = TrustedPath.resolve(path), file.refusal(extra: extra) == nil,
                     seen.insert(FileID(device: file.device, inode: file.inode)).inserted
                 else { continue }
-                if let refusal = file.refusal(extra: extra) {
-                    problems.append(refusal)
-                } else {
-                    files.append(file)
-                }
+                files.append(file)
             }
         }
         return (files, problems)
+    }
+
+    /// The path a program target names: itself when absolute, else the first executable file of
+    /// that name on the search path.
+    private func candidatePath(_ name: String) -> String? {
+        if name.hasPrefix("/") { return name }
+        for directory in searchPath.split(separator: ":") {
+            let path = "\(directory)/\(name)"
+            if FileManager.default.isExecutableFile(atPath: path) { return path }
+        }
+        return nil
     }
 
     /// The compiled caches Python reads in place of the module source files `sources`

@@ -536,6 +536,35 @@ struct ExecDenyShieldTests {
         #expect(!stillRunning, "a process that imported the module from its cache runs on after relock")
     }
 
+    /// Found by an attack: links a gated user planted under a shielded module's cache names (in
+    /// a `__pycache__` of theirs), leading to the C library or `/etc/passwd`, were rightly not
+    /// shielded but reported as a failing shield at every check. Links and the user's own
+    /// files under cache names are neither shielded nor problems.
+    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/setpriv"), "needs setpriv"))
+    func cacheNamesAGatedUserPlantsAreNeitherShieldedNorProblems() throws {
+        chmod(folder.path, 0o755)
+        let module = folder.appendingPathComponent("gamelib.py").path
+        try "print('played')\n".write(toFile: module, atomically: false, encoding: .utf8)
+        chmod(module, 0o644)
+        let cacheFolder = folder.appendingPathComponent("__pycache__").path
+        #expect(mkdir(cacheFolder, 0o755) == 0)
+        chown(cacheFolder, 65534, 65534)
+        #expect(symlink("/etc/passwd", cacheFolder + "/gamelib.cpython-311.pyc") == 0)
+        #expect(symlink("/bin/true", cacheFolder + "/gamelib.cpython-311.opt-1.pyc") == 0)
+        try "mine\n".write(
+            toFile: cacheFolder + "/gamelib.cpython-312.pyc", atomically: false, encoding: .utf8)
+        chown(cacheFolder + "/gamelib.cpython-312.pyc", 65534, 65534)
+        let shield = try ExecDenyShield()
+        let targets = [Target(kind: .executable, value: module)]
+        try shield.apply(targets, context: ShieldContext(store: "games"))
+        let problems = shield.recheck()
+        #expect(problems.isEmpty, "\(problems)")
+        #expect(try shield.inForce() == ["games": Set(targets)])
+        #expect(try asNobody("cat '\(module)' > /dev/null").status != 0)
+        #expect(try asNobody("cat /etc/passwd > /dev/null").status == 0)
+        #expect(try run("/bin/true") == 0)
+    }
+
     @Test func bytecodeCachesAreTheModulesOwn() {
         for entry in [
             "game.cpython-311.pyc", "game.cpython-311.opt-1.pyc", "game.cpython-312.opt-2.pyc",
@@ -989,6 +1018,146 @@ struct ExecDenyShieldTests {
         #expect(try asNobody("cat '\(program)' > /dev/null").status != 0)
     }
 
+    /// Found by an attack: a file root makes in a shielded program's folder while it is locked
+    /// (an upgrade's temporary file, a copy to a staging name, the program renamed into place)
+    /// was open to a gated user until the shield's next look at the folder, and a user who
+    /// watched the folder opened it in that moment. Now a gated open of a file there waits for
+    /// the shield's judgement: refused until the shield has looked, then allowed unless the
+    /// file is the shielded program's.
+    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/setpriv"), "needs setpriv"))
+    func aFileMadeInAShieldedFolderWaitsForTheShieldsJudgement() throws {
+        chmod(folder.path, 0o755)
+        let shield = try ExecDenyShield()
+        let games = ShieldContext(store: "games")
+        try shield.apply([Target(kind: .executable, value: program)], context: games)
+        // What was there when the shield looked is open as before.
+        #expect(try asNobody("cat '\(other)' > /dev/null").status == 0, "an unchanged file was refused")
+        #expect(try asNobody("'\(other)'").status == 0)
+        // An upgrade written to a temporary name, then renamed over the program.
+        let temporary = folder.appendingPathComponent(".game.XXk3Qz").path
+        try FileManager.default.copyItem(atPath: "/bin/true", toPath: temporary)
+        chmod(temporary, 0o755)
+        #expect(
+            try asNobody("cat '\(temporary)' > /dev/null").status != 0,
+            "a file made in the shielded folder was read before the shield looked")
+        #expect(rename(temporary, program) == 0)
+        #expect(
+            try asNobody("cat '\(program)' > /dev/null").status != 0, "the upgrade was read before its mark")
+        #expect(try run(program) == 0, "root may run a file the shield has not marked yet")
+        // A copy to the staging name, and an unrelated file.
+        try FileManager.default.copyItem(atPath: "/bin/true", toPath: program + ".dpkg-new")
+        chmod(program + ".dpkg-new", 0o644)
+        let notes = folder.appendingPathComponent("notes.txt").path
+        try "notes\n".write(toFile: notes, atomically: false, encoding: .utf8)
+        chmod(notes, 0o644)
+        #expect(try asNobody("cat '\(program).dpkg-new' > /dev/null").status != 0)
+        #expect(try asNobody("cat '\(notes)' > /dev/null").status != 0, "a new file was not held back")
+        // Once the shield has looked: the program and its staging copy are shielded, the rest
+        // is open again.
+        #expect(shield.recheck().isEmpty)
+        #expect(try asNobody("cat '\(notes)' > /dev/null").status == 0, "a judged file stayed refused")
+        #expect(try asNobody("cat '\(program)' > /dev/null").status != 0)
+        #expect(try asNobody("cat '\(program).dpkg-new' > /dev/null").status != 0)
+        #expect(try run(program) == 126)
+        // Written again: held back again until the next look.
+        try "more\n".write(toFile: notes, atomically: false, encoding: .utf8)
+        #expect(try asNobody("cat '\(notes)' > /dev/null").status != 0, "a changed file was not held back")
+        #expect(shield.recheck().isEmpty)
+        #expect(try asNobody("cat '\(notes)' > /dev/null").status == 0)
+        // Unlocked: nothing in the folder is held back.
+        try shield.remove([Target(kind: .executable, value: program)], context: games)
+        try "again\n".write(toFile: notes, atomically: false, encoding: .utf8)
+        #expect(
+            try asNobody("cat '\(notes)' > /dev/null").status == 0, "a folder stayed guarded after unlock")
+        #expect(try asNobody("cat '\(program)' > /dev/null").status == 0)
+    }
+
+    /// The same moment for a shielded Python module: root compiling it while it is locked writes
+    /// the cache to a temporary `NAME.TAG.pyc.ID` and renames it; a gated user watching the
+    /// `__pycache__` folder (inotify) opened 30 of 40 such caches and ran them. Here a gated
+    /// watcher opens every file that appears there, as fast as it can, while root compiles the
+    /// module again and again. A `__pycache__` folder a module does not have yet is made (and
+    /// guarded) by the shield, so its first cache is not written before the guard is there.
+    @Test(
+        .enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/setpriv"), "needs setpriv"),
+        .enabled(
+            if: FileManager.default.isExecutableFile(atPath: "/usr/bin/python3"), "needs /usr/bin/python3"))
+    func aCacheCompiledWhileLockedIsNeverOpenToAWatcher() throws {
+        chmod(folder.path, 0o755)
+        let module = folder.appendingPathComponent("gamelib.py").path
+        try "print('played')\n".write(toFile: module, atomically: false, encoding: .utf8)
+        chmod(module, 0o644)
+        let cacheFolder = folder.appendingPathComponent("__pycache__").path
+        #expect(mkdir(cacheFolder, 0o755) == 0)
+        // Another module, in a folder without a `__pycache__`.
+        let library = folder.appendingPathComponent("lib").path
+        #expect(mkdir(library, 0o755) == 0)
+        try "print('played')\n".write(toFile: library + "/levels.py", atomically: false, encoding: .utf8)
+        let shield = try ExecDenyShield()
+        let games = ShieldContext(store: "games")
+        try shield.apply(
+            [
+                Target(kind: .executable, value: module),
+                Target(kind: .executable, value: library + "/levels.py"),
+            ],
+            context: games)
+        var info = stat()
+        #expect(
+            stat(library + "/__pycache__", &info) == 0 && info.st_mode & 0o777 == 0o755 && info.st_uid == 0)
+        let mine = try Fixtures.temporaryFolder().path
+        chown(mine, 65534, 65534)
+        let stolen = mine + "/stolen"
+        let ready = mine + "/ready"
+        // The watcher: inotify on the cache folder, every new name opened and read at once.
+        let watcher = try startAsNobody([
+            "/usr/bin/python3", "-E", "-c",
+            """
+            import ctypes, os, struct, sys
+            libc = ctypes.CDLL(None, use_errno=True)
+            fd = libc.inotify_init1(0)
+            libc.inotify_add_watch(fd, sys.argv[1].encode(), 0x100 | 0x80 | 0x8)
+            open(sys.argv[3], "w").close()
+            while True:
+                data = os.read(fd, 65536)
+                offset = 0
+                while offset < len(data):
+                    _, _, _, length = struct.unpack_from("iIII", data, offset)
+                    name = data[offset + 16:offset + 16 + length].rstrip(b"\\0").decode()
+                    offset += 16 + length
+                    try:
+                        with open(os.path.join(sys.argv[1], name), "rb") as f:
+                            if f.read(4):
+                                with open(sys.argv[2], "a") as out:
+                                    out.write(name + "\\n")
+                    except OSError:
+                        pass
+            """,
+            cacheFolder, stolen, ready,
+        ])
+        defer {
+            kill(watcher.processIdentifier, SIGKILL)
+            watcher.waitUntilExit()
+        }
+        for _ in 0..<250 where access(ready, F_OK) != 0 { usleep(20_000) }
+        try #require(access(ready, F_OK) == 0, "the watcher did not start")
+        let python = URL(fileURLWithPath: "/usr/bin/python3")
+        for round in 0..<40 {
+            let result = try runProcess(
+                python,
+                ["-c", "import py_compile, sys; py_compile.compile(sys.argv[1], doraise=True)", module])
+            try #require(result.status == 0, "\(result.standardError)")
+            if round % 8 == 7 { _ = shield.recheck() }
+        }
+        usleep(200_000)
+        let taken = (try? String(contentsOfFile: stolen, encoding: .utf8)) ?? ""
+        #expect(
+            taken.isEmpty,
+            "a gated watcher opened caches compiled while locked: \(taken.split(separator: "\n").count)")
+        #expect(
+            !(try asNobody("cd '\(folder.path)' && /usr/bin/python3 -E -c 'import gamelib'").standardOutput
+                .contains("played")))
+    }
+
     /// An upgrade that replaces the file can give the new file the inode number of one marked
     /// before (whose mark died with it): a recheck marks the file again whatever it remembers.
     /// Modelled by removing the kernel's mark behind the shield's back.
@@ -1336,5 +1505,48 @@ struct DesktopEntryTests {
         #expect(
             EssentialPrograms.reason(configured: "/usr/games/sl", resolved: "/usr/games/sl", shells: shells)
                 == nil)
+    }
+}
+
+struct FolderGuardTests {
+    @Test func shieldedNamesAreTheFilesTheirStagingNamesAndTheModulesCaches() {
+        var plan = FolderGuard.Plan()
+        plan.add("/opt/games/game")
+        plan.add("/opt/lib/gamelib.py")
+        #expect(plan.folders == ["/opt/games", "/opt/lib", "/opt/lib/__pycache__"])
+        #expect(plan.modules == ["gamelib"])
+        for path in [
+            "/opt/games/game", "/x/game.dpkg-new", "/x/game.dpkg-tmp", "/opt/lib/gamelib.py",
+            "/opt/lib/gamelib.pyc", "/opt/lib/__pycache__/gamelib.cpython-311.pyc",
+            "/opt/lib/__pycache__/gamelib.cpython-311.pyc.140234",
+            "/elsewhere/__pycache__/gamelib.pypy39.opt-1.pyc",
+            "/opt/lib/__pycache__/gamelib.cpython-311.opt-2.pyc.7",
+        ] {
+            #expect(FolderGuard.isShieldedName(path, names: plan.names, modules: plan.modules), "\(path)")
+        }
+        for path in [
+            "/opt/games/game2", "/opt/games/.game.XXk3Qz",
+            "/opt/lib/__pycache__/gamelib.extra.cpython-311.pyc",
+            "/opt/lib/__pycache__/gamelibs.cpython-311.pyc", "/opt/lib/gamelib.cpython-311.pyc",
+            "/opt/lib/__pycache__/gamelib.cpython-311.pyc.",
+            "/opt/lib/__pycache__/gamelib.cpython-311.pyc.x1",
+        ] {
+            #expect(!FolderGuard.isShieldedName(path, names: plan.names, modules: plan.modules), "\(path)")
+        }
+    }
+
+    @Test func onlyRootTheAdminsAndAFilesOwnerOpenWhatWaits() throws {
+        func opener(_ uids: String, groups: String = "") throws -> ProcessCredentials {
+            try #require(
+                ProcessCredentials(status: "Uid:\t\(uids)\nGid:\t100\t100\t100\t100\nGroups:\t\(groups)\n"))
+        }
+        #expect(FolderGuard.mayOpen(owner: 0, try opener("0\t0\t0\t0"), group: nil))
+        #expect(FolderGuard.mayOpen(owner: 0, try opener("1000\t1000\t1000\t1000", groups: "27"), group: 27))
+        #expect(FolderGuard.mayOpen(owner: 1000, try opener("1000\t1000\t1000\t1000"), group: nil))
+        #expect(!FolderGuard.mayOpen(owner: 0, try opener("1000\t1000\t1000\t1000"), group: nil))
+        #expect(!FolderGuard.mayOpen(owner: 1001, try opener("1000\t1000\t1000\t1000"), group: nil))
+        // A set-user-id program of root's run by the user is not wholly root.
+        #expect(!FolderGuard.mayOpen(owner: 0, try opener("1000\t0\t0\t0"), group: nil))
+        #expect(!FolderGuard.mayOpen(owner: 0, nil, group: nil))
     }
 }

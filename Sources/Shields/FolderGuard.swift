@@ -1,0 +1,313 @@
+internal import CLinux
+import Foundation
+import Synchronization
+
+/// Keeps gated users from opening a file in the folder of a shielded program before the exec
+/// shield has judged it.
+///
+/// The exec shield marks shielded files by inode, so a file that appears later under a
+/// shielded name (an upgrade written to a temporary name and renamed into place, a Python
+/// cache compiled by root, a copy to a staging name) is open to everyone for the moment
+/// between its creation and the shield's next look at the folder. A gated user watching the
+/// folder (inotify) can open it in that moment and keep the descriptor. This guard closes the
+/// moment: the folders of shielded files carry fanotify permission marks for their children
+/// (`FAN_OPEN_PERM`, `FAN_OPEN_EXEC_PERM`, `FAN_EVENT_ON_CHILD`), and a gated process's open
+/// of a file there is refused while the file is *young* — its inode changed (created, written,
+/// renamed, its mode changed) less than a second before the shield's last listing of the
+/// folder, or after it — unless that listing saw it as it is now and its name is not one of a
+/// shielded file's. Every change in a guarded folder makes the shield look again (inotify), so
+/// a new file that is not a shielded program is open to everyone within milliseconds; a
+/// program renamed into a shielded name is marked before it is ever judged.
+///
+/// Files that have not changed since before the last listing are answered at once, from the
+/// inode's change time alone, so a folder like `/usr/bin` costs each exec one `fstat`.
+///
+/// The guard's group is its own and is never handed to systemd's descriptor store: if the
+/// daemon stops, the kernel closes it and every open in the folders goes through as before
+/// (the shielded files themselves stay held by the exec shield's group). A mark left by an
+/// earlier instance cannot outlive it.
+final class FolderGuard: Sendable {
+    /// The events marked on a guarded folder.
+    static let marks =
+        UInt64(FAN_OPEN_PERM) | UInt64(FAN_OPEN_EXEC_PERM) | UInt64(FAN_EVENT_ON_CHILD)
+    /// How long before the start of a listing a change still counts as young: more than the
+    /// coarse clock the kernel stamps inodes with lags by.
+    static let youngMargin: Int64 = 1_000_000_000
+
+    /// What a listing found, read by the responders.
+    struct Judgement: Sendable {
+        /// Changes at or after this time (nanoseconds since the epoch) are young; `Int64.max`
+        /// when nothing is guarded.
+        var youngSince: Int64 = .max
+        /// Young files the listing saw, and their change time then.
+        var seen: [ExecDenyShield.FileID: Int64] = [:]
+        /// Names of shielded files (and their staging names): a young file with one of these
+        /// names is refused even when seen.
+        var names: Set<String> = []
+        /// Shielded Python modules: a young file named `MODULE.…` in a `__pycache__` folder is
+        /// refused even when seen.
+        var modules: Set<String> = []
+    }
+
+    /// What to guard, gathered from the shielded files' paths.
+    struct Plan {
+        var folders: Set<String> = []
+        var names: Set<String> = []
+        var modules: Set<String> = []
+        /// Folders of shielded Python modules, which get a `__pycache__` guarded beside them.
+        var moduleFolders: Set<String> = []
+
+        /// Adds a shielded file's path: its folder is guarded, and its name, the names a package
+        /// manager stages its upgrade under, and (for `NAME.py`) the legacy caches beside it
+        /// and the `__pycache__` folder are watched for.
+        mutating func add(_ path: String) {
+            guard let slash = path.lastIndex(of: "/") else { return }
+            let folder = slash == path.startIndex ? "/" : String(path[..<slash])
+            let name = String(path[path.index(after: slash)...])
+            guard !name.isEmpty else { return }
+            folders.insert(folder)
+            names.formUnion([name, name + ".dpkg-new", name + ".dpkg-tmp"])
+            if name.hasSuffix(".py"), name.count > 3 {
+                let module = String(name.dropLast(3))
+                modules.insert(module)
+                names.formUnion([module + ".pyc", module + ".pyo"])
+                moduleFolders.insert(folder)
+                folders.insert(folder == "/" ? "/__pycache__" : folder + "/__pycache__")
+            }
+        }
+
+        /// Makes the missing `__pycache__` folder of each shielded module whose folder is root's
+        /// and writable by root alone (mode 0755, as Python makes it), so that it is guarded
+        /// before a cache is ever written there: a folder Python made later would hold its
+        /// first cache before the shield could guard it.
+        func makeCacheFolders() {
+            for folder in moduleFolders {
+                var info = stat()
+                guard stat(folder, &info) == 0, info.st_mode & S_IFMT == S_IFDIR, info.st_uid == 0,
+                    info.st_mode & 0o022 == 0
+                else { continue }
+                let cache = folder == "/" ? "/__pycache__" : folder + "/__pycache__"
+                if mkdir(cache, 0o700) == 0 { _ = chmod(cache, 0o755) }
+            }
+        }
+    }
+
+    private let group: Int32
+    private let judgement = Mutex<Judgement>(Judgement())
+    private let privilegedGroup: UInt32?
+    private let stopped = Atomic<Bool>(false)
+    private let refusals = Atomic<Int>(0)
+    /// Guarded folders and the path each was marked through.
+    private let folders = Mutex<[ExecDenyShield.FileID: String]>([:])
+    /// Responder threads still running.
+    private let running = Atomic<Int>(0)
+
+    /// Opens the guard's fanotify group; `nil` where the kernel refuses it (the exec shield
+    /// then works as before, with the moment open).
+    init?(privilegedGroup: UInt32?) {
+        let fd = fanotify_init(
+            UInt32(FAN_CLASS_CONTENT | FAN_CLOEXEC | FAN_NONBLOCK | FAN_UNLIMITED_QUEUE),
+            UInt32(O_RDONLY | O_CLOEXEC))
+        guard fd >= 0 else { return nil }
+        group = fd
+        self.privilegedGroup = privilegedGroup
+        for index in 0..<2 {
+            running.add(1, ordering: .relaxed)
+            let thread = Thread { [self] in
+                respond()
+                running.subtract(1, ordering: .relaxed)
+            }
+            thread.name = "stepgate-folder-guard-\(index)"
+            thread.start()
+        }
+    }
+
+    deinit {
+        close(group)
+    }
+
+    func stop() {
+        stopped.store(true, ordering: .relaxed)
+        var waited = 0
+        while running.load(ordering: .relaxed) > 0 && waited < 100 {
+            usleep(5000)
+            waited += 1
+        }
+    }
+
+    /// Opens refused so far.
+    var refused: Int { refusals.load(ordering: .relaxed) }
+
+    /// Guards exactly `paths` (folders; missing ones are skipped): lists them, publishes what was
+    /// seen, then marks the new ones and unmarks those no longer guarded. `names` and `modules`
+    /// as in ``Judgement``.
+    func guardFolders(_ paths: Set<String>, names: Set<String>, modules: Set<String>) {
+        var next = Judgement()
+        next.names = names
+        next.modules = modules
+        var ids: [ExecDenyShield.FileID: String] = [:]
+        if !paths.isEmpty {
+            var now = timespec()
+            clock_gettime(CLOCK_REALTIME, &now)
+            next.youngSince = Int64(now.tv_sec) * 1_000_000_000 + Int64(now.tv_nsec) - Self.youngMargin
+            for path in paths.sorted() {
+                guard let id = Self.list(path, youngSince: next.youngSince, into: &next.seen) else {
+                    continue
+                }
+                ids[id] = path
+            }
+        }
+        // What the listing saw is in force before the marks: a file made between the listing
+        // and its folder's mark is young and unseen, so refused.
+        judgement.withLock { $0 = next }
+        folders.withLock { current in
+            for (id, path) in ids where current[id] == nil {
+                if fanotify_mark(group, UInt32(FAN_MARK_ADD | FAN_MARK_ONLYDIR), Self.marks, AT_FDCWD, path)
+                    == 0
+                {
+                    current[id] = path
+                }
+            }
+            for (id, path) in current where ids[id] == nil {
+                if Self.folderID(path) == id {
+                    _ = fanotify_mark(group, UInt32(FAN_MARK_REMOVE), Self.marks, AT_FDCWD, path)
+                }
+                current[id] = nil
+            }
+        }
+    }
+
+    /// The folders guarded now.
+    var guarded: Set<String> { folders.withLock { Set($0.values) } }
+
+    /// Lists folder `path`: its young regular files' change times go into `seen`. Returns the
+    /// folder's identity, or `nil` when it is not a folder that can be read.
+    private static func list(
+        _ path: String, youngSince: Int64, into seen: inout [ExecDenyShield.FileID: Int64]
+    ) -> ExecDenyShield.FileID? {
+        let fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard fd >= 0 else { return nil }
+        var info = stat()
+        guard fstat(fd, &info) == 0, let folder = fdopendir(fd) else {
+            close(fd)
+            return nil
+        }
+        defer { closedir(folder) }
+        while let entry = readdir(folder) {
+            var entryInfo = stat()
+            let found = withUnsafePointer(to: entry.pointee.d_name) {
+                $0.withMemoryRebound(to: CChar.self, capacity: 256) { name in
+                    fstatat(fd, name, &entryInfo, AT_SYMLINK_NOFOLLOW) == 0
+                }
+            }
+            guard found, entryInfo.st_mode & S_IFMT == S_IFREG else { continue }
+            let changed = Self.nanoseconds(entryInfo.st_ctim)
+            if changed >= youngSince {
+                seen[
+                    ExecDenyShield.FileID(device: UInt64(entryInfo.st_dev), inode: UInt64(entryInfo.st_ino))] =
+                    changed
+            }
+        }
+        return ExecDenyShield.FileID(device: UInt64(info.st_dev), inode: UInt64(info.st_ino))
+    }
+
+    private static func folderID(_ path: String) -> ExecDenyShield.FileID? {
+        var info = stat()
+        guard stat(path, &info) == 0 else { return nil }
+        return ExecDenyShield.FileID(device: UInt64(info.st_dev), inode: UInt64(info.st_ino))
+    }
+
+    static func nanoseconds(_ time: timespec) -> Int64 {
+        Int64(time.tv_sec) * 1_000_000_000 + Int64(time.tv_nsec)
+    }
+
+    /// Whether an open of the file behind descriptor `fd` (changed at `changed`, identity `id`)
+    /// must wait for the shield's judgement, as far as the file goes (the opener is looked at
+    /// after).
+    func isUnjudged(fd: Int32, id: ExecDenyShield.FileID, changed: Int64) -> Bool {
+        let (young, seenAs, names, modules) = judgement.withLock {
+            (changed >= $0.youngSince, $0.seen[id], $0.names, $0.modules)
+        }
+        guard young else { return false }
+        if seenAs != changed { return true }
+        guard let path = Self.path(of: fd) else { return true }
+        return Self.isShieldedName(path, names: names, modules: modules)
+    }
+
+    /// Whether the last component of `path` is a shielded file's name, or (in a `__pycache__`
+    /// folder) a name of a shielded module's cache or its temporary file.
+    static func isShieldedName(_ path: String, names: Set<String>, modules: Set<String>) -> Bool {
+        let parts = path.split(separator: "/", omittingEmptySubsequences: false)
+        guard let last = parts.last else { return true }
+        if names.contains(String(last)) { return true }
+        guard parts.count >= 2, parts[parts.count - 2] == "__pycache__" else { return false }
+        // A cache, or the temporary file Python writes it to first (`CACHE.ID`, ID a number).
+        var entry = String(last)
+        if let dot = entry.lastIndex(of: "."), entry[entry.index(after: dot)...].allSatisfy(\.isNumber),
+            dot < entry.index(before: entry.endIndex)
+        {
+            entry = String(entry[..<dot])
+        }
+        return modules.contains { ExecDenyShield.isBytecodeCache(entry, of: $0) }
+    }
+
+    /// Whether `opener` may open a file owned by `owner` that waits for the shield's judgement:
+    /// root and the admin group may, and a user may open a file of their own (their file
+    /// system user id's, and never root's): what the guard keeps back is a file someone else
+    /// made, not a user's own files in a folder of theirs. One gone or unreadable may not.
+    static func mayOpen(owner: UInt32, _ opener: ProcessCredentials?, group: UInt32?) -> Bool {
+        guard let opener else { return false }
+        if opener.isPrivileged(group: group) { return true }
+        return owner != 0 && opener.uids.count == 4 && opener.uids[3] == owner
+    }
+
+    /// The path the kernel gives for descriptor `fd` of this process.
+    static func path(of fd: Int32) -> String? {
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        let length = buffer.withUnsafeMutableBufferPointer {
+            $0.baseAddress!.withMemoryRebound(to: CChar.self, capacity: 4096) {
+                readlink("/proc/self/fd/\(fd)", $0, 4095)
+            }
+        }
+        guard length > 0 else { return nil }
+        return String(decoding: buffer[0..<length], as: UTF8.self)
+    }
+
+    private func respond() {
+        if stepgate_set_thread_realtime(1) != 0 { _ = stepgate_set_thread_nice(-10) }
+        let size = 4096
+        let buffer = UnsafeMutableRawPointer.allocate(byteCount: size, alignment: 8)
+        defer { buffer.deallocate() }
+        var poller = pollfd(fd: group, events: Int16(POLLIN), revents: 0)
+        while !stopped.load(ordering: .relaxed) {
+            guard poll(&poller, 1, 100) > 0 else { continue }
+            let length = read(group, buffer, size)
+            guard length > 0 else { continue }
+            var offset = 0
+            let header = MemoryLayout<fanotify_event_metadata>.size
+            while offset + header <= length {
+                let event = buffer.load(fromByteOffset: offset, as: fanotify_event_metadata.self)
+                if event.event_len < UInt32(header) { break }
+                offset += Int(event.event_len)
+                guard event.fd >= 0 else { continue }
+                var verdict = UInt32(FAN_ALLOW)
+                var info = stat()
+                if fstat(event.fd, &info) != 0 {
+                    verdict = UInt32(FAN_DENY)  // cannot tell which file: fail closed
+                } else {
+                    let id = ExecDenyShield.FileID(device: UInt64(info.st_dev), inode: UInt64(info.st_ino))
+                    if isUnjudged(fd: event.fd, id: id, changed: Self.nanoseconds(info.st_ctim)),
+                        !Self.mayOpen(
+                            owner: info.st_uid, ProcessCredentials(pid: event.pid), group: privilegedGroup)
+                    {
+                        verdict = UInt32(FAN_DENY)
+                    }
+                }
+                var response = fanotify_response(fd: event.fd, response: verdict)
+                _ = withUnsafeBytes(of: &response) { write(group, $0.baseAddress, $0.count) }
+                close(event.fd)
+                if verdict == UInt32(FAN_DENY) { refusals.add(1, ordering: .relaxed) }
+            }
+        }
+    }
+}
