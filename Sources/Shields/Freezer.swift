@@ -16,11 +16,13 @@ import Foundation
 ///
 /// A process in no cgroup that can be frozen (no cgroup v2, or one cgroup for the whole
 /// machine) can only be held by stopping every process of its user at once: one `kill(-1,
-/// SIGSTOP)` sent as that user reaches a process being forked and its new child too. The
-/// user's shells see their jobs stop and go on, so this is done only where a program has been
-/// seen forking away (``RunningProcess/signal(_:)`` found it gone). A parent of theirs that is
-/// not theirs and stopped itself meanwhile (root's `runuser`, `su` or `sudo` pass their child's
-/// job-control stop on to their own parent) is continued with them.
+/// SIGSTOP)` sent as that user reaches a process being forked and its new child too. It reaches
+/// every process whose real or saved user id is the user's (root's after `setresuid(0, U, U)`
+/// too), and all of those go on after. The user's shells see their jobs stop and go on, so this
+/// is done only where a program has been seen forking away (``RunningProcess/signal(_:)`` found
+/// it gone). The ancestors of theirs that stopped themselves meanwhile (root's `runuser`, `su`
+/// or `sudo` pass their child's job-control stop on to their own parent, and a chain of them on
+/// up) are continued with them.
 struct Freezer {
     /// A process to hold: its ids and the cgroup (v2) it is in.
     struct Member: Hashable {
@@ -86,12 +88,13 @@ struct Freezer {
     /// stay stopped when the users' other processes go on. Returns which members were not held.
     ///
     /// `stoppedAll` hears of every user whose processes were all stopped, once they go on, with
-    /// the stopped parents of theirs that were continued (see ``parentsToContinue(_:stoppedBefore:kept:)``).
+    /// the stopped ancestors of theirs that were continued (see
+    /// ``ancestorsToContinue(of:in:stoppedBefore:kept:continued:)``).
     @discardableResult
     static func holding(
         _ members: [Member], stopping: Set<UInt32>, privilegedGroup: UInt32? = nil,
         settle: Duration = .milliseconds(200), keeping body: () -> Set<RunningProcess>,
-        stoppedAll: (_ uid: UInt32, _ parentsContinued: [RunningProcess]) -> Void = { _, _ in }
+        stoppedAll: (_ uid: UInt32, _ ancestorsContinued: [RunningProcess]) -> Void = { _, _ in }
     ) -> [Member] {
         var groups: Set<String> = []
         var loose: [Member] = []
@@ -134,39 +137,49 @@ struct Freezer {
             for group in frozen.reversed() { _ = write("0", to: group + "/cgroup.freeze") }
             if !freezing.isEmpty { unlink(ledger) }
         }
-        // Users stopped, their processes that were stopped before (they stay so), and the
-        // stopped parents of theirs (another user's, root's) then.
-        var stopped: [(uid: UInt32, before: Set<RunningProcess>, parentsBefore: Set<RunningProcess>)] = []
+        // Users stopped, every process that was stopped before (system-wide, so that an
+        // ancestor at any depth is known too: they stay so), and what the body stopped on
+        // purpose (it stays so, and so do the ancestors it stopped).
+        var stopped: [UInt32] = []
+        var stoppedBefore: Set<RunningProcess> = []
         var kept: Set<RunningProcess> = []
         var users: [UInt32: UInt32] = [:]
         for member in loose where member.uid != 0 && stopping.contains(member.uid) {
             users[member.uid] = member.gid
         }
-        for (uid, gid) in users.sorted(by: { $0.key < $1.key }) {
-            let theirs = processes(of: uid)
-            let before = Set(theirs.filter { $0.state == "T" })
-            let parentsBefore = Set(stoppedParents(of: theirs).keys)
-            if stepgate_signal_every_process_of(uid, gid, SIGSTOP) == 0 {
-                stopped.append((uid, before, parentsBefore))
-            }
+        if !users.isEmpty {
+            stoppedBefore = Set(table().values.lazy.map(\.process).filter { $0.state == "T" })
+        }
+        for (uid, gid) in users.sorted(by: { $0.key < $1.key })
+        where stepgate_signal_every_process_of(uid, gid, SIGSTOP) == 0 {
+            stopped.append(uid)
         }
         defer {
-            for (uid, before, parentsBefore) in stopped {
-                for process in processes(of: uid)
-                where process.state == "T" && !before.contains(process) && !kept.contains(process) {
+            for uid in stopped {
+                // Exactly what the stop reached: root's processes with the user's saved id too.
+                for process in processes(reachedBy: [uid])
+                where process.state == "T" && !stoppedBefore.contains(process) && !kept.contains(process) {
                     process.signal(SIGCONT)
                 }
                 // A `runuser`, `su` or `sudo` of root's stops itself when its child stops (it
                 // passes the job-control stop on to its own parent) and waits for a SIGCONT
-                // that only it would get: it is continued too, and sends its child one. Looked
-                // at twice, the second time after 20 ms: it may still have been on its way to
-                // stopping itself.
+                // that only it would get: it is continued too, and sends its child one; and so
+                // is its parent if that stopped itself in turn, on up. Looked at again every
+                // 20 ms, up to five times, until a look finds none: one may still have been on
+                // its way to stopping itself.
                 var continued: [RunningProcess] = []
-                for pass in 0..<2 {
+                for pass in 0..<5 {
                     if pass > 0 { usleep(20_000) }
-                    let parents = parentsToContinue(
-                        stoppedParents(of: processes(of: uid)), stoppedBefore: parentsBefore, kept: kept)
-                    for parent in parents where parent.signal(SIGCONT) { continued.append(parent) }
+                    let reached = processes(reachedBy: [uid])
+                    let found = ancestorsToContinue(
+                        of: reached, in: table(), stoppedBefore: stoppedBefore, kept: kept,
+                        continued: Set(continued))
+                    var any = false
+                    for ancestor in found where ancestor.signal(SIGCONT) {
+                        any = true
+                        if !continued.contains(ancestor) { continued.append(ancestor) }
+                    }
+                    if pass > 0 && !any { break }
                 }
                 stoppedAll(uid, continued)
             }
@@ -176,15 +189,15 @@ struct Freezer {
             while !isFrozen(group), ContinuousClock.now < deadline { usleep(2_000) }
         }
         if !stopped.isEmpty {
-            let users = Set(stopped.map(\.uid))
+            let users = Set(stopped)
             while ContinuousClock.now < deadline,
-                processes(of: users).contains(where: { $0.state == "R" })
+                processes(reachedBy: users).contains(where: { $0.state == "R" })
             {
                 usleep(2_000)
             }
         }
         kept = body()
-        let stoppedUsers = Set(stopped.map(\.uid))
+        let stoppedUsers = Set(stopped)
         return loose.filter { !stoppedUsers.contains($0.uid) }
     }
 
@@ -212,34 +225,60 @@ struct Freezer {
         return bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress!, $0.count) } == bytes.count
     }
 
-    /// The parents of `children` that are stopped now (state `T`) and are not among them, each
-    /// with its children among them.
-    static func stoppedParents(of children: [RunningProcess]) -> [RunningProcess: Set<RunningProcess>] {
-        let theirs = Set(children.map(\.pid))
-        var parents: [RunningProcess: Set<RunningProcess>] = [:]
-        for child in children {
-            guard let stat = ProcFile.read("/proc/\(child.pid)/stat", limit: 4096),
-                RunningProcess(pid: child.pid, stat: stat.bytes)?.startTime == child.startTime,
-                let id = RunningProcess.parent(stat.bytes), id > 1, id != getpid(), !theirs.contains(id),
-                let parent = RunningProcess(pid: id), parent.state == "T", parent.startTime <= child.startTime
+    /// Every process but init and the daemon, by id, as `/proc/PID/stat` shows it now: its
+    /// identity and state, and its parent's id.
+    typealias Table = [Int32: (process: RunningProcess, parent: Int32)]
+
+    static func table() -> Table {
+        var table: Table = [:]
+        for pid in ProcFile.numbers(in: "/proc") ?? [] where pid > 1 && pid != getpid() {
+            guard let stat = ProcFile.read("/proc/\(pid)/stat", limit: 4096),
+                var process = RunningProcess(pid: pid, stat: stat.bytes),
+                let parent = RunningProcess.parent(stat.bytes)
             else { continue }
-            parents[parent, default: []].insert(child)
+            // A first thread that has ended: the state of a live one.
+            if process.state == "Z", let live = RunningProcess(pid: pid), live == process {
+                process.state = live.state
+            }
+            table[pid] = (process, parent)
         }
-        return parents
+        return table
     }
 
-    /// Which stopped parents (each with its children among the stopped user's processes) to
-    /// continue after the user's processes went on: those not stopped before the stop-all, and
-    /// none of whose children stays stopped (`kept`: then the parent's stop is the job's, as it
-    /// would be without StepGate).
-    static func parentsToContinue(
-        _ parents: [RunningProcess: Set<RunningProcess>], stoppedBefore: Set<RunningProcess>,
-        kept: Set<RunningProcess>
+    /// Which stopped ancestors of `reached` (the processes the stop-all reached, listed now;
+    /// `table` is every process now) to continue once those went on. Walking up from each: every
+    /// ancestor stopped now (or `continued` by an earlier look, which may have gone on since)
+    /// that the stop-all did not reach, up to the first one that is running, was stopped before
+    /// the stop-all, is init or the daemon. None that is above a process that stays stopped on
+    /// purpose (`kept`) on such a walk: its stop is then the job's, as it would be without
+    /// StepGate.
+    static func ancestorsToContinue(
+        of reached: [RunningProcess], in table: Table, stoppedBefore: Set<RunningProcess>,
+        kept: Set<RunningProcess>, continued: Set<RunningProcess> = []
     ) -> [RunningProcess] {
-        parents.filter { parent, children in
-            parent.state == "T" && !stoppedBefore.contains(parent) && children.isDisjoint(with: kept)
+        let theirs = Set(reached)
+        func walk(from start: RunningProcess) -> [RunningProcess] {
+            var chain: [RunningProcess] = []
+            var child = start
+            while let entry = table[child.pid], entry.process == child, entry.parent > 1,
+                entry.parent != getpid(),
+                let parent = table[entry.parent]?.process,
+                // A parent starts before its child; a younger one holds a reused id.
+                parent.startTime <= child.startTime, !theirs.contains(parent),
+                !stoppedBefore.contains(parent), parent.state == "T" || continued.contains(parent),
+                !chain.contains(parent)
+            {
+                chain.append(parent)
+                child = parent
+            }
+            return chain
         }
-        .keys.sorted { $0.pid < $1.pid }
+        let held = Set(kept.flatMap(walk))
+        var found: Set<RunningProcess> = []
+        for process in reached {
+            found.formUnion(walk(from: process).prefix { !held.contains($0) })
+        }
+        return found.filter { $0.state == "T" }.sorted { $0.pid < $1.pid }
     }
 
     /// The processes whose real user id is `uid`.
@@ -249,6 +288,19 @@ struct Freezer {
         (ProcFile.numbers(in: "/proc") ?? []).compactMap { pid in
             guard pid > 1, pid != getpid(), let credentials = ProcessCredentials(pid: pid),
                 let uid = credentials.uids.first, uids.contains(uid)
+            else { return nil }
+            return RunningProcess(pid: pid)
+        }
+    }
+
+    /// The processes that a signal sent with one of `uids` as effective user id reaches (the
+    /// kernel's `kill_ok_by_cred`, the sender's real user id being no one's): those whose real
+    /// or saved user id is one of them. Root's process that took a user's id as its effective
+    /// and saved one (`setresuid(0, U, U)`), or as its saved one only, is among them.
+    static func processes(reachedBy uids: Set<UInt32>) -> [RunningProcess] {
+        (ProcFile.numbers(in: "/proc") ?? []).compactMap { pid in
+            guard pid > 1, pid != getpid(), let ids = ProcessCredentials(pid: pid)?.uids, ids.count > 2,
+                uids.contains(ids[0]) || uids.contains(ids[2])
             else { return nil }
             return RunningProcess(pid: pid)
         }

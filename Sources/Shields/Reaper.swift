@@ -170,9 +170,10 @@ final class Reaper: Sendable {
             return true
         }
         guard report else { return }
-        let text = users.sorted { $0.key < $1.key }.map { uid, parents in
+        let text = users.sorted { $0.key < $1.key }.map { uid, ancestors in
             "uid \(uid)"
-                + (parents > 0 ? " (\(parents) stopped parent process(es) of another user continued)" : "")
+                + (ancestors > 0
+                    ? " (\(ancestors) stopped ancestor process(es) of another user continued)" : "")
         }
         notice(
             "exec shield: a shielded program was seen forking away and no cgroup could be frozen: every process of \(text.joined(separator: ", ")) was stopped for a scan and went on"
@@ -209,10 +210,10 @@ final class Reaper: Sendable {
         }
         guard !stores.isEmpty else { return }
         // Users all of whose processes were stopped in this round (no cgroup of theirs could be
-        // frozen), and how many stopped parents of theirs were continued: one line per round.
+        // frozen), and how many stopped ancestors of theirs were continued: one line per round.
         var stoppedAll: [UInt32: Int] = [:]
-        let noteStopAll = { (uid: UInt32, parents: [RunningProcess]) in
-            stoppedAll[uid, default: 0] += parents.count
+        let noteStopAll = { (uid: UInt32, ancestors: [RunningProcess]) in
+            stoppedAll[uid, default: 0] += ancestors.count
         }
         defer { if !stoppedAll.isEmpty { reportStopAll(stoppedAll) } }
         let group = privilegedGroup

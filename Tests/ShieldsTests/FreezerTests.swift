@@ -280,24 +280,191 @@ struct FreezerTests {
         #expect(stoppedAll.first?.1.map(\.pid) == [runuser.processIdentifier])
     }
 
-    /// Which stopped parents go on: only those stopped by the stop-all, and not when a child of
-    /// theirs stays stopped on purpose.
-    @Test func onlyParentsTheStopAllStoppedGoOn() throws {
-        func process(_ pid: Int32, _ state: Character) -> RunningProcess {
-            // `pid (comm) state` and 19 more fields, the last the start time.
-            RunningProcess(
-                pid: pid, stat: "\(pid) (p) \(state) " + Array(repeating: "0 ", count: 18).joined() + "\(pid)"
-            )!
-        }
-        let parents: [RunningProcess: Set<RunningProcess>] = [
-            process(10, "T"): [process(11, "S")],
-            process(20, "T"): [process(21, "S")],
-            process(30, "T"): [process(31, "T")],
-            process(40, "S"): [process(41, "S")],
+    /// Found by an attack: a chain of them (`script -c 'runuser -u gated …'`, `runuser -u root --
+    /// runuser -u gated …`) passes the stop up more than one level, and only the direct parent
+    /// was continued: the grandparent stayed stopped for good. Two stand-ins here, one above the
+    /// other. (A uid of its own, so that no other test's processes are stopped.)
+    @Test(
+        .enabled(
+            if: FileManager.default.isExecutableFile(atPath: "/usr/bin/python3"), "needs /usr/bin/python3"))
+    func rootsAncestorsOfAStoppedUserGoOnWithThem() throws {
+        let uid: UInt32 = 4244
+        let outer = Process()
+        outer.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
+        outer.arguments = [
+            "-E", "-c",
+            """
+            import os, signal
+            def runuser(depth):
+                child = os.fork()
+                if child == 0:
+                    if depth > 1:
+                        runuser(depth - 1)
+                        os._exit(0)
+                    os.setgid(\(uid)); os.setgroups([]); os.setuid(\(uid))
+                    os.execv("/bin/sleep", ["sleep", "200"])
+                while True:
+                    _, status = os.waitpid(child, os.WUNTRACED)
+                    if not os.WIFSTOPPED(status):
+                        break
+                    os.kill(os.getpid(), signal.SIGSTOP)
+                    os.kill(child, signal.SIGCONT)
+            runuser(2)
+            """,
         ]
-        let continued = Freezer.parentsToContinue(
-            parents, stoppedBefore: [process(20, "T")], kept: [process(31, "T")])
-        #expect(continued.map(\.pid) == [10])
+        try outer.run()
+        defer {
+            for process in Freezer.processes(of: uid) { process.signal(SIGKILL) }
+            let root = RunningProcess(pid: outer.processIdentifier).map { Set([$0]) } ?? []
+            for process in RunningProcess.withDescendants(root) {
+                process.signal(SIGCONT)
+                process.signal(SIGKILL)
+            }
+            outer.waitUntilExit()
+        }
+        for _ in 0..<250 where Freezer.processes(of: uid).isEmpty { usleep(20_000) }
+        let child = try #require(Freezer.processes(of: uid).first)
+        let inner = try #require(Freezer.table()[child.pid]?.parent)
+        #expect(Freezer.table()[inner]?.parent == outer.processIdentifier)
+        let chain = [child.pid, inner, outer.processIdentifier]
+        let states = { chain.map { RunningProcess(pid: $0)?.state } }
+        var stoppedAll: [(UInt32, [RunningProcess])] = []
+        var during: [Character?] = []
+        Freezer.holding(
+            [Freezer.Member(process: child, uid: uid, gid: uid)], stopping: [uid],
+            keeping: {
+                // The stop goes up one stand-in at a time.
+                for _ in 0..<100 where states()[2] != "T" { usleep(5_000) }
+                during = states()
+                return []
+            }, stoppedAll: { stoppedAll.append(($0, $1)) })
+        guard !stoppedAll.isEmpty else {
+            print("skipped: this test's processes are in a cgroup that can be frozen")
+            return
+        }
+        #expect(during == ["T", "T", "T"], "\(during)")
+        for _ in 0..<50 where states().contains("T") { usleep(20_000) }
+        #expect(states() == ["S", "S", "S"], "the user's process, root's parent, root's grandparent")
+        #expect(stoppedAll.map(\.0) == [uid])
+        #expect(Set(stoppedAll.first?.1.map(\.pid) ?? []) == [inner, outer.processIdentifier])
+    }
+
+    /// Found by an attack: the stop-all, sent with the user's id as effective one, reaches every
+    /// process whose real or saved user id is the user's (the kernel's rule), root's after
+    /// `setresuid(0, U, U)` or `setresuid(0, 0, U)` too; only those whose real id is the user's
+    /// were continued, so root's stayed stopped for good. (A uid of its own, so that no other
+    /// test's processes are stopped.)
+    @Test(
+        .enabled(
+            if: FileManager.default.isExecutableFile(atPath: "/usr/bin/python3"), "needs /usr/bin/python3"))
+    func rootsProcessesWithTheUsersSavedIdGoOn() throws {
+        let uid: UInt32 = 4244
+        func start(_ executable: String, _ arguments: [String]) throws -> Process {
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: executable)
+            process.arguments = arguments
+            try process.run()
+            return process
+        }
+        let gated = try start(
+            "/usr/bin/setpriv",
+            ["--reuid=\(uid)", "--regid=\(uid)", "--clear-groups", "/bin/sleep", "200"])
+        let roots = try ["0, \(uid), \(uid)", "0, 0, \(uid)"].map { ids in
+            try start(
+                "/usr/bin/python3", ["-E", "-c", "import os, time; os.setresuid(\(ids)); time.sleep(200)"])
+        }
+        defer {
+            for process in [gated] + roots {
+                kill(process.processIdentifier, SIGCONT)
+                kill(process.processIdentifier, SIGKILL)
+                process.waitUntilExit()
+            }
+        }
+        for process in [gated] + roots {
+            for _ in 0..<250 where ProcessCredentials(pid: process.processIdentifier)?.uids[2] != uid {
+                usleep(20_000)
+            }
+        }
+        #expect(roots.map { ProcessCredentials(pid: $0.processIdentifier)?.uids.first } == [0, 0])
+        let member = Freezer.Member(
+            process: try #require(RunningProcess(pid: gated.processIdentifier)), uid: uid, gid: uid)
+        let states = { ([gated] + roots).map { RunningProcess(pid: $0.processIdentifier)?.state } }
+        var stoppedAll: [UInt32] = []
+        var during: [Character?] = []
+        Freezer.holding(
+            [member], stopping: [uid],
+            keeping: {
+                during = states()
+                return []
+            }, stoppedAll: { uid, _ in stoppedAll.append(uid) })
+        guard !stoppedAll.isEmpty else {
+            print("skipped: this test's processes are in a cgroup that can be frozen")
+            return
+        }
+        #expect(during == ["T", "T", "T"], "the stop reached them: \(during)")
+        for _ in 0..<50 where states().contains("T") { usleep(20_000) }
+        #expect(states() == ["S", "S", "S"], "the user's process, root's with the user's saved id")
+    }
+
+    /// Which stopped ancestors go on: at any depth, only those stopped by the stop-all (the walk
+    /// up ends at one that runs or was stopped before), never init, none above a process that
+    /// stays stopped on purpose.
+    @Test func onlyAncestorsTheStopAllStoppedGoOn() throws {
+        var table: Freezer.Table = [:]
+        /// Adds a process (started at tick `start`, its id by default) below `parent`.
+        @discardableResult
+        func process(_ pid: Int32, _ state: Character, below parent: Int32, start: Int32? = nil)
+            -> RunningProcess
+        {
+            // `pid (comm) state` and 19 more fields, the last the start time.
+            let process = RunningProcess(
+                pid: pid,
+                stat: "\(pid) (p) \(state) " + Array(repeating: "0 ", count: 18).joined() + "\(start ?? pid)")!
+            table[pid] = (process, parent)
+            return process
+        }
+        var reached: [RunningProcess] = []
+        // Three levels up, all stopped by it.
+        process(10, "T", below: 9)
+        process(11, "T", below: 10)
+        process(12, "T", below: 11)
+        reached.append(process(13, "S", below: 12))
+        // Cut at one stopped before (and at init, which has no parent here).
+        process(20, "T", below: 1)
+        let before = process(21, "T", below: 20)
+        process(22, "T", below: 21)
+        reached.append(process(23, "S", below: 22))
+        // Cut at one that runs.
+        process(30, "T", below: 1)
+        process(31, "S", below: 30)
+        process(32, "T", below: 31)
+        reached.append(process(33, "S", below: 32))
+        // Above a process kept stopped: none, up to where its chain meets another.
+        process(40, "T", below: 1)
+        process(41, "T", below: 40)
+        let kept = process(42, "T", below: 41)
+        reached.append(kept)
+        process(43, "T", below: 40)
+        reached.append(process(44, "S", below: 43))
+        // Never init.
+        process(1, "T", below: 0, start: 1)
+        process(50, "T", below: 1)
+        reached.append(process(51, "S", below: 50))
+        // A parent younger than its child holds a reused id.
+        process(60, "T", below: 1, start: 100)
+        reached.append(process(61, "S", below: 60))
+        // Continued by an earlier look (running again): walked through.
+        process(70, "T", below: 1)
+        let continued = process(71, "S", below: 70)
+        reached.append(process(72, "S", below: 71))
+        // A process the stop-all reached ends a walk; its own walk goes on above it.
+        process(80, "T", below: 1)
+        reached.append(process(81, "S", below: 80))
+        process(82, "T", below: 81)
+        reached.append(process(83, "S", below: 82))
+        let found = Freezer.ancestorsToContinue(
+            of: reached, in: table, stoppedBefore: [before], kept: [kept], continued: [continued])
+        #expect(found.map(\.pid) == [10, 11, 12, 22, 32, 43, 50, 70, 80, 82])
     }
 
     @Test func aUserInNoCgroupOfItsOwnIsStoppedOnlyWhenAsked() throws {
