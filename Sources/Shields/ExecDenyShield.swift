@@ -608,7 +608,8 @@ public final class ExecDenyShield: Shield {
         denied.stores.withLock { $0 = owners.mapValues { $0.sorted() } }
         if let folderGuard {
             guarded.makeCacheFolders()
-            folderGuard.guardFolders(guarded.folders, names: guarded.names, modules: guarded.modules)
+            folderGuard.guardFolders(
+                guarded.folders, names: guarded.names, modules: guarded.modules, shielded: wanted)
         }
         // Files of unlocked stores are watched first: one that was shielded until now is never
         // left unmarked in between (an opener then would not be confined).

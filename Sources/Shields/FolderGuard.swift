@@ -47,6 +47,12 @@ final class FolderGuard: Sendable {
         /// Shielded Python modules: a young file named `MODULE.…` in a `__pycache__` folder is
         /// refused even when seen.
         var modules: Set<String> = []
+        /// The files the exec shield holds itself, with their change time when it marked them:
+        /// left to its answer while they are unchanged. (The kernel asks the groups one after
+        /// the other and stops at the first refusal, so a refusal here would keep the shield
+        /// from hearing of a denied launch. The change time tells a new file that got the
+        /// number of a removed shielded one, which carries no mark, from the shielded file.)
+        var shielded: [ExecDenyShield.FileID: Int64] = [:]
     }
 
     /// What to guard, gathered from the shielded files' paths.
@@ -139,12 +145,21 @@ final class FolderGuard: Sendable {
     var refused: Int { refusals.load(ordering: .relaxed) }
 
     /// Guards exactly `paths` (folders; missing ones are skipped): lists them, publishes what was
-    /// seen, then marks the new ones and unmarks those no longer guarded. `names` and `modules`
-    /// as in ``Judgement``.
-    func guardFolders(_ paths: Set<String>, names: Set<String>, modules: Set<String>) {
+    /// seen, then marks the new ones and unmarks those no longer guarded. `names`, `modules`
+    /// and `shielded` as in ``Judgement``.
+    func guardFolders(
+        _ paths: Set<String>, names: Set<String>, modules: Set<String>,
+        shielded: [ExecDenyShield.FileID: String]
+    ) {
         var next = Judgement()
         next.names = names
         next.modules = modules
+        for (id, path) in shielded {
+            var info = stat()
+            guard stat(path, &info) == 0, UInt64(info.st_dev) == id.device, UInt64(info.st_ino) == id.inode
+            else { continue }
+            next.shielded[id] = Self.nanoseconds(info.st_ctim)
+        }
         var ids: [ExecDenyShield.FileID: String] = [:]
         if !paths.isEmpty {
             var now = timespec()
@@ -226,7 +241,7 @@ final class FolderGuard: Sendable {
     /// after).
     func isUnjudged(fd: Int32, id: ExecDenyShield.FileID, changed: Int64) -> Bool {
         let (young, seenAs, names, modules) = judgement.withLock {
-            (changed >= $0.youngSince, $0.seen[id], $0.names, $0.modules)
+            (changed >= $0.youngSince && $0.shielded[id] != changed, $0.seen[id], $0.names, $0.modules)
         }
         guard young else { return false }
         if seenAs != changed { return true }

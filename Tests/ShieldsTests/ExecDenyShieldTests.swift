@@ -1028,8 +1028,15 @@ struct ExecDenyShieldTests {
     func aFileMadeInAShieldedFolderWaitsForTheShieldsJudgement() throws {
         chmod(folder.path, 0o755)
         let shield = try ExecDenyShield()
+        let denials = Mutex<[ExecDenial]>([])
+        shield.onDenied = { denial in denials.withLock { $0.append(denial) } }
         let games = ShieldContext(store: "games")
         try shield.apply([Target(kind: .executable, value: program)], context: games)
+        // The program was made a moment ago: its denied launch is still the shield's to report
+        // (a refusal by the folder's guard first would have kept it from hearing of it).
+        #expect(try asNobody("'\(program)'").status == 126)
+        for _ in 0..<100 where denials.withLock({ $0.isEmpty }) { usleep(10_000) }
+        #expect(denials.withLock { $0.map(\.path) }.contains(program), "a denied launch was not reported")
         // What was there when the shield looked is open as before.
         #expect(try asNobody("cat '\(other)' > /dev/null").status == 0, "an unchanged file was refused")
         #expect(try asNobody("'\(other)'").status == 0)
@@ -1044,7 +1051,8 @@ struct ExecDenyShieldTests {
         #expect(
             try asNobody("cat '\(program)' > /dev/null").status != 0, "the upgrade was read before its mark")
         #expect(try run(program) == 0, "root may run a file the shield has not marked yet")
-        // A copy to the staging name, and an unrelated file.
+        // A copy to the staging name (often given the number of the program just replaced,
+        // whose mark died with it), and an unrelated file.
         try FileManager.default.copyItem(atPath: "/bin/true", toPath: program + ".dpkg-new")
         chmod(program + ".dpkg-new", 0o644)
         let notes = folder.appendingPathComponent("notes.txt").path
