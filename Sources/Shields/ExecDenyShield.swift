@@ -461,11 +461,16 @@ public final class ExecDenyShield: Shield {
         var stopped: Set<RunningProcess> = []
         var sweep = Sweep()
         var quiet = 0
+        // Root's `runuser` above a killed process would stay stopped for good (see
+        // Freezer.AncestorWatch).
+        var watch = Freezer.AncestorWatch()
+        defer { if kill { watch.continueStopped(excluding: stopped) } }
         // A work list, not recursion: a chain of tens of thousands of processes (pid_max is 4
         // million on many systems) must not overflow the reaper's stack.
         func stop(_ found: RunningProcess) {
             var pending = [found]
             var stoppedHere: [RunningProcess] = []
+            if kill { watch.record(above: found) }
             while let process = pending.popLast() {
                 guard stopped.insert(process).inserted else { continue }
                 if process.signal(SIGSTOP) {
@@ -608,8 +613,7 @@ public final class ExecDenyShield: Shield {
         denied.stores.withLock { $0 = owners.mapValues { $0.sorted() } }
         if let folderGuard {
             guarded.makeCacheFolders()
-            folderGuard.guardFolders(
-                guarded.folders, names: guarded.names, modules: guarded.modules, shielded: wanted)
+            folderGuard.guardFolders(guarded, shielded: wanted)
         }
         // Files of unlocked stores are watched first: one that was shielded until now is never
         // left unmarked in between (an opener then would not be confined).
@@ -707,7 +711,14 @@ public final class ExecDenyShield: Shield {
         var files: [TrustedPath] = []
         var problems: [String] = []
         var source: TrustedPath?
-        for (index, path) in [candidate, candidate + ".dpkg-new", candidate + ".dpkg-tmp"].enumerated() {
+        let folder = candidate.lastIndex(of: "/").map { String(candidate[...$0]) } ?? ""
+        let companions = Self.companionNames(of: String(candidate.dropFirst(folder.count))).map {
+            folder + $0
+        }
+        for (index, path) in ([candidate] + companions).enumerated() {
+            // A companion is a file of its own: a link under its name is not followed.
+            var info = stat()
+            if index > 0, lstat(path, &info) != 0 || info.st_mode & S_IFMT != S_IFREG { continue }
             switch TrustedPath.resolve(path) {
             case .success(let file):
                 if index == 0, let reason = EssentialPrograms.reason(configured: name, resolved: file.path) {
@@ -740,6 +751,18 @@ public final class ExecDenyShield: Shield {
             }
         }
         return (files, problems)
+    }
+
+    /// The names a file named `name` takes beside it while it is upgraded, edited or backed up,
+    /// shielded with it (each holds the program, a version of it, or its text): a package
+    /// manager's staging names (`NAME.dpkg-new`, `NAME.dpkg-tmp`), the temporary and backup
+    /// names of a hand upgrade (`NAME.new`, `NAME.tmp`, `NAME.old`, `NAME.bak`, `NAME.orig`,
+    /// `NAME~`, as `cp -b` and `install -b` make), and an editor's swap and auto-save files
+    /// (Vim's `.NAME.swp` down to `.NAME.swa`, Emacs's `#NAME#`).
+    static func companionNames(of name: String) -> [String] {
+        guard !name.isEmpty else { return [] }
+        return [".dpkg-new", ".dpkg-tmp", ".new", ".tmp", ".old", ".bak", ".orig", "~"].map { name + $0 }
+            + "abcdefghijklmnop".map { ".\(name).sw\($0)" } + ["#\(name)#"]
     }
 
     /// The path a program target names: itself when absolute, else the first executable file of

@@ -7,20 +7,24 @@ import Synchronization
 ///
 /// The exec shield marks shielded files by inode, so a file that appears later under a
 /// shielded name (an upgrade written to a temporary name and renamed into place, a Python
-/// cache compiled by root, a copy to a staging name) is open to everyone for the moment
-/// between its creation and the shield's next look at the folder. A gated user watching the
-/// folder (inotify) can open it in that moment and keep the descriptor. This guard closes the
-/// moment: the folders of shielded files carry fanotify permission marks for their children
-/// (`FAN_OPEN_PERM`, `FAN_OPEN_EXEC_PERM`, `FAN_EVENT_ON_CHILD`), and a gated process's open
-/// of a file there is refused while the file is *young* — its inode changed (created, written,
-/// renamed, its mode changed) less than a second before the shield's last listing of the
-/// folder, or after it — unless that listing saw it as it is now and its name is not one of a
-/// shielded file's. Every change in a guarded folder makes the shield look again (inotify), so
-/// a new file that is not a shielded program is open to everyone within milliseconds; a
-/// program renamed into a shielded name is marked before it is ever judged.
+/// cache compiled by root, a copy to a staging name, an editor's swap file) is open to
+/// everyone for the moment between its creation and the shield's next look at the folder. A
+/// gated user watching the folder (inotify) can open it in that moment and keep the
+/// descriptor. This guard closes the moment: the folders of shielded files carry fanotify
+/// permission marks for their children (`FAN_OPEN_PERM`, `FAN_OPEN_EXEC_PERM`,
+/// `FAN_EVENT_ON_CHILD`), and a gated process's open of a file there is refused
 ///
-/// Files that have not changed since before the last listing are answered at once, from the
-/// inode's change time alone, so a folder like `/usr/bin` costs each exec one `fstat`.
+/// - while the file is *young*: its inode changed (created, written, renamed, its mode
+///   changed) less than ``settle`` before the guard's last listing of the folder, or after it.
+///   A listing that finds young files is followed by another once they have settled, so an
+///   ordinary new file is open to everyone about a second after its last change; a temporary
+///   file renamed into a shielded name within that second never is;
+/// - and, whatever its age, while it carries a shielded file's name (or a name the shielded
+///   file's upgrade, backup or editor's swap file takes, or a shielded module's cache name) and
+///   is not the file the exec shield marked (a new file under that name, not marked yet).
+///
+/// Files that have not changed are answered from the inode alone, so a folder like `/usr/bin`
+/// costs each exec one `fstat` and a look-up.
 ///
 /// The guard's group is its own and is never handed to systemd's descriptor store: if the
 /// daemon stops, the kernel closes it and every open in the folders goes through as before
@@ -30,23 +34,19 @@ final class FolderGuard: Sendable {
     /// The events marked on a guarded folder.
     static let marks =
         UInt64(FAN_OPEN_PERM) | UInt64(FAN_OPEN_EXEC_PERM) | UInt64(FAN_EVENT_ON_CHILD)
-    /// How long before the start of a listing a change still counts as young: more than the
-    /// coarse clock the kernel stamps inodes with lags by.
-    static let youngMargin: Int64 = 1_000_000_000
+    /// How long a change keeps a file held back: more than the time an upgrade or an editor takes
+    /// from writing a temporary file to renaming it into place, and more than the coarse clock
+    /// the kernel stamps inodes with lags by.
+    static let settle: Int64 = 1_000_000_000
 
     /// What a listing found, read by the responders.
     struct Judgement: Sendable {
         /// Changes at or after this time (nanoseconds since the epoch) are young; `Int64.max`
         /// when nothing is guarded.
         var youngSince: Int64 = .max
-        /// Young files the listing saw, and their change time then.
-        var seen: [ExecDenyShield.FileID: Int64] = [:]
-        /// Names of shielded files (and their staging names): a young file with one of these
-        /// names is refused even when seen.
-        var names: Set<String> = []
-        /// Shielded Python modules: a young file named `MODULE.…` in a `__pycache__` folder is
-        /// refused even when seen.
-        var modules: Set<String> = []
+        /// Files found under a shielded file's name (or its companions') that are not the
+        /// marked file.
+        var held: Set<ExecDenyShield.FileID> = []
         /// The files the exec shield holds itself, with their change time when it marked them:
         /// left to its answer while they are unchanged. (The kernel asks the groups one after
         /// the other and stops at the first refusal, so a refusal here would keep the shield
@@ -63,16 +63,17 @@ final class FolderGuard: Sendable {
         /// Folders of shielded Python modules, which get a `__pycache__` guarded beside them.
         var moduleFolders: Set<String> = []
 
-        /// Adds a shielded file's path: its folder is guarded, and its name, the names a package
-        /// manager stages its upgrade under, and (for `NAME.py`) the legacy caches beside it
-        /// and the `__pycache__` folder are watched for.
+        /// Adds a shielded file's path: its folder is guarded, and its name, its companions'
+        /// (``ExecDenyShield/companionNames(of:)``) and (for `NAME.py`) the legacy caches beside
+        /// it and the `__pycache__` folder are watched for.
         mutating func add(_ path: String) {
             guard let slash = path.lastIndex(of: "/") else { return }
             let folder = slash == path.startIndex ? "/" : String(path[..<slash])
             let name = String(path[path.index(after: slash)...])
             guard !name.isEmpty else { return }
             folders.insert(folder)
-            names.formUnion([name, name + ".dpkg-new", name + ".dpkg-tmp"])
+            names.insert(name)
+            names.formUnion(ExecDenyShield.companionNames(of: name))
             if name.hasSuffix(".py"), name.count > 3 {
                 let module = String(name.dropLast(3))
                 modules.insert(module)
@@ -105,7 +106,13 @@ final class FolderGuard: Sendable {
     private let refusals = Atomic<Int>(0)
     /// Guarded folders and the path each was marked through.
     private let folders = Mutex<[ExecDenyShield.FileID: String]>([:])
-    /// Responder threads still running.
+    /// What the last ``guardFolders(_:names:modules:shielded:)`` asked for, and when the
+    /// folders are to be listed again for files that were young (nanoseconds since the epoch).
+    private let wanted = Mutex<(plan: Plan, shielded: [ExecDenyShield.FileID: String], due: Int64?)>(
+        (Plan(), [:], nil))
+    /// Held while the folders are listed.
+    private let listing = Mutex<Int>(0)
+    /// Threads still running.
     private let running = Atomic<Int>(0)
 
     /// Opens the guard's fanotify group; `nil` where the kernel refuses it (the exec shield
@@ -117,13 +124,13 @@ final class FolderGuard: Sendable {
         guard fd >= 0 else { return nil }
         group = fd
         self.privilegedGroup = privilegedGroup
-        for index in 0..<2 {
+        for index in 0..<3 {
             running.add(1, ordering: .relaxed)
             let thread = Thread { [self] in
-                respond()
+                if index == 0 { relist() } else { respond() }
                 running.subtract(1, ordering: .relaxed)
             }
-            thread.name = "stepgate-folder-guard-\(index)"
+            thread.name = index == 0 ? "stepgate-folder-list" : "stepgate-folder-guard-\(index)"
             thread.start()
         }
     }
@@ -144,37 +151,12 @@ final class FolderGuard: Sendable {
     /// Opens refused so far.
     var refused: Int { refusals.load(ordering: .relaxed) }
 
-    /// Guards exactly `paths` (folders; missing ones are skipped): lists them, publishes what was
-    /// seen, then marks the new ones and unmarks those no longer guarded. `names`, `modules`
-    /// and `shielded` as in ``Judgement``.
-    func guardFolders(
-        _ paths: Set<String>, names: Set<String>, modules: Set<String>,
-        shielded: [ExecDenyShield.FileID: String]
-    ) {
-        var next = Judgement()
-        next.names = names
-        next.modules = modules
-        for (id, path) in shielded {
-            var info = stat()
-            guard stat(path, &info) == 0, UInt64(info.st_dev) == id.device, UInt64(info.st_ino) == id.inode
-            else { continue }
-            next.shielded[id] = Self.nanoseconds(info.st_ctim)
-        }
-        var ids: [ExecDenyShield.FileID: String] = [:]
-        if !paths.isEmpty {
-            var now = timespec()
-            clock_gettime(CLOCK_REALTIME, &now)
-            next.youngSince = Int64(now.tv_sec) * 1_000_000_000 + Int64(now.tv_nsec) - Self.youngMargin
-            for path in paths.sorted() {
-                guard let id = Self.list(path, youngSince: next.youngSince, into: &next.seen) else {
-                    continue
-                }
-                ids[id] = path
-            }
-        }
-        // What the listing saw is in force before the marks: a file made between the listing
-        // and its folder's mark is young and unseen, so refused.
-        judgement.withLock { $0 = next }
+    /// Guards exactly the folders of `plan` (missing ones are skipped): lists them, publishes
+    /// what was found, then marks the new ones and unmarks those no longer guarded.
+    /// `shielded`: the files the exec shield marked, and the path each was marked through.
+    func guardFolders(_ plan: Plan, shielded: [ExecDenyShield.FileID: String]) {
+        wanted.withLock { $0 = (plan, shielded, nil) }
+        let ids = list()
         folders.withLock { current in
             for (id, path) in ids where current[id] == nil {
                 if fanotify_mark(group, UInt32(FAN_MARK_ADD | FAN_MARK_ONLYDIR), Self.marks, AT_FDCWD, path)
@@ -192,13 +174,52 @@ final class FolderGuard: Sendable {
         }
     }
 
+    /// Lists the wanted folders and publishes the judgement (before any mark is added: a file
+    /// made between the listing and its folder's mark is young, so refused); schedules the next
+    /// listing when young files were found. Returns the folders found, by identity.
+    @discardableResult
+    private func list() -> [ExecDenyShield.FileID: String] {
+        // One listing at a time, so an older one never publishes over a newer.
+        listing.withLock { _ in listUnlocked() }
+    }
+
+    private func listUnlocked() -> [ExecDenyShield.FileID: String] {
+        let (plan, shieldedPaths, _) = wanted.withLock { $0 }
+        var next = Judgement()
+        for (id, path) in shieldedPaths {
+            var info = stat()
+            guard stat(path, &info) == 0, UInt64(info.st_dev) == id.device, UInt64(info.st_ino) == id.inode
+            else { continue }
+            next.shielded[id] = Self.nanoseconds(info.st_ctim)
+        }
+        var ids: [ExecDenyShield.FileID: String] = [:]
+        var youngest: Int64?
+        if !plan.folders.isEmpty {
+            var now = timespec()
+            clock_gettime(CLOCK_REALTIME, &now)
+            next.youngSince = Self.nanoseconds(now) - Self.settle
+            for path in plan.folders.sorted() {
+                guard
+                    let id = Self.list(
+                        path, plan: plan, judgement: &next, youngest: &youngest)
+                else { continue }
+                ids[id] = path
+            }
+        }
+        judgement.withLock { $0 = next }
+        // Listed again once the youngest file has settled (a little after, for the clock's lag).
+        wanted.withLock { $0.due = youngest.map { $0 + Self.settle + 100_000_000 } }
+        return ids
+    }
+
     /// The folders guarded now.
     var guarded: Set<String> { folders.withLock { Set($0.values) } }
 
-    /// Lists folder `path`: its young regular files' change times go into `seen`. Returns the
-    /// folder's identity, or `nil` when it is not a folder that can be read.
+    /// Lists folder `path`: files under a shielded name that are not the marked file go into
+    /// `held`, and the newest change of a young file into `youngest`. Returns the folder's
+    /// identity, or `nil` when it is not a folder that can be read.
     private static func list(
-        _ path: String, youngSince: Int64, into seen: inout [ExecDenyShield.FileID: Int64]
+        _ path: String, plan: Plan, judgement: inout Judgement, youngest: inout Int64?
     ) -> ExecDenyShield.FileID? {
         let fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         guard fd >= 0 else { return nil }
@@ -208,19 +229,22 @@ final class FolderGuard: Sendable {
             return nil
         }
         defer { closedir(folder) }
+        let isCacheFolder = path.hasSuffix("/__pycache__")
         while let entry = readdir(folder) {
             var entryInfo = stat()
-            let found = withUnsafePointer(to: entry.pointee.d_name) {
-                $0.withMemoryRebound(to: CChar.self, capacity: 256) { name in
-                    fstatat(fd, name, &entryInfo, AT_SYMLINK_NOFOLLOW) == 0
+            let name = withUnsafePointer(to: entry.pointee.d_name) {
+                $0.withMemoryRebound(to: CChar.self, capacity: 256) { name -> String? in
+                    fstatat(fd, name, &entryInfo, AT_SYMLINK_NOFOLLOW) == 0 ? String(cString: name) : nil
                 }
             }
-            guard found, entryInfo.st_mode & S_IFMT == S_IFREG else { continue }
-            let changed = Self.nanoseconds(entryInfo.st_ctim)
-            if changed >= youngSince {
-                seen[
-                    ExecDenyShield.FileID(device: UInt64(entryInfo.st_dev), inode: UInt64(entryInfo.st_ino))] =
-                    changed
+            guard let name, entryInfo.st_mode & S_IFMT == S_IFREG else { continue }
+            let id = ExecDenyShield.FileID(device: UInt64(entryInfo.st_dev), inode: UInt64(entryInfo.st_ino))
+            let changed = nanoseconds(entryInfo.st_ctim)
+            if changed >= judgement.youngSince { youngest = max(youngest ?? changed, changed) }
+            if judgement.shielded[id] != changed,
+                isShieldedName(name, inCacheFolder: isCacheFolder, names: plan.names, modules: plan.modules)
+            {
+                judgement.held.insert(id)
             }
         }
         return ExecDenyShield.FileID(device: UInt64(info.st_dev), inode: UInt64(info.st_ino))
@@ -236,34 +260,29 @@ final class FolderGuard: Sendable {
         Int64(time.tv_sec) * 1_000_000_000 + Int64(time.tv_nsec)
     }
 
-    /// Whether an open of the file behind descriptor `fd` (changed at `changed`, identity `id`)
-    /// must wait for the shield's judgement, as far as the file goes (the opener is looked at
-    /// after).
-    func isUnjudged(fd: Int32, id: ExecDenyShield.FileID, changed: Int64) -> Bool {
-        let (young, seenAs, names, modules) = judgement.withLock {
-            (changed >= $0.youngSince && $0.shielded[id] != changed, $0.seen[id], $0.names, $0.modules)
+    /// Whether an open of the file `id` (changed at `changed`) must wait for the shield's
+    /// judgement, as far as the file goes (the opener is looked at after).
+    func isHeldBack(_ id: ExecDenyShield.FileID, changed: Int64) -> Bool {
+        judgement.withLock {
+            $0.shielded[id] != changed && (changed >= $0.youngSince || $0.held.contains(id))
         }
-        guard young else { return false }
-        if seenAs != changed { return true }
-        guard let path = Self.path(of: fd) else { return true }
-        return Self.isShieldedName(path, names: names, modules: modules)
     }
 
-    /// Whether the last component of `path` is a shielded file's name, or (in a `__pycache__`
-    /// folder) a name of a shielded module's cache or its temporary file.
-    static func isShieldedName(_ path: String, names: Set<String>, modules: Set<String>) -> Bool {
-        let parts = path.split(separator: "/", omittingEmptySubsequences: false)
-        guard let last = parts.last else { return true }
-        if names.contains(String(last)) { return true }
-        guard parts.count >= 2, parts[parts.count - 2] == "__pycache__" else { return false }
-        // A cache, or the temporary file Python writes it to first (`CACHE.ID`, ID a number).
-        var entry = String(last)
-        if let dot = entry.lastIndex(of: "."), entry[entry.index(after: dot)...].allSatisfy(\.isNumber),
-            dot < entry.index(before: entry.endIndex)
+    /// Whether `name` is a shielded file's name (or a companion's), or, in a `__pycache__`
+    /// folder, a shielded module's cache or the temporary file Python writes it to first.
+    static func isShieldedName(
+        _ name: String, inCacheFolder: Bool, names: Set<String>, modules: Set<String>
+    ) -> Bool {
+        if names.contains(name) { return true }
+        guard inCacheFolder else { return false }
+        // A cache, or its temporary file (`CACHE.ID`, ID a number).
+        var entry = Substring(name)
+        if let dot = entry.lastIndex(of: "."), dot < entry.index(before: entry.endIndex),
+            entry[entry.index(after: dot)...].allSatisfy(\.isNumber)
         {
-            entry = String(entry[..<dot])
+            entry = entry[..<dot]
         }
-        return modules.contains { ExecDenyShield.isBytecodeCache(entry, of: $0) }
+        return modules.contains { ExecDenyShield.isBytecodeCache(String(entry), of: $0) }
     }
 
     /// Whether `opener` may open a file owned by `owner` that waits for the shield's judgement:
@@ -276,16 +295,15 @@ final class FolderGuard: Sendable {
         return owner != 0 && opener.uids.count == 4 && opener.uids[3] == owner
     }
 
-    /// The path the kernel gives for descriptor `fd` of this process.
-    static func path(of fd: Int32) -> String? {
-        var buffer = [UInt8](repeating: 0, count: 4096)
-        let length = buffer.withUnsafeMutableBufferPointer {
-            $0.baseAddress!.withMemoryRebound(to: CChar.self, capacity: 4096) {
-                readlink("/proc/self/fd/\(fd)", $0, 4095)
-            }
+    /// Lists the folders again when files found young have settled.
+    private func relist() {
+        while !stopped.load(ordering: .relaxed) {
+            usleep(100_000)
+            guard let due = wanted.withLock({ $0.due }) else { continue }
+            var now = timespec()
+            clock_gettime(CLOCK_REALTIME, &now)
+            if Self.nanoseconds(now) >= due { list() }
         }
-        guard length > 0 else { return nil }
-        return String(decoding: buffer[0..<length], as: UTF8.self)
     }
 
     private func respond() {
@@ -311,11 +329,17 @@ final class FolderGuard: Sendable {
                     verdict = UInt32(FAN_DENY)  // cannot tell which file: fail closed
                 } else {
                     let id = ExecDenyShield.FileID(device: UInt64(info.st_dev), inode: UInt64(info.st_ino))
-                    if isUnjudged(fd: event.fd, id: id, changed: Self.nanoseconds(info.st_ctim)),
+                    let changed = Self.nanoseconds(info.st_ctim)
+                    if isHeldBack(id, changed: changed),
                         !Self.mayOpen(
                             owner: info.st_uid, ProcessCredentials(pid: event.pid), group: privilegedGroup)
                     {
                         verdict = UInt32(FAN_DENY)
+                        // Looked at again once it has settled, whether or not anything else
+                        // makes the shield look.
+                        if changed >= judgement.withLock({ $0.youngSince }) {
+                            wanted.withLock { $0.due = $0.due ?? changed + Self.settle + 100_000_000 }
+                        }
                     }
                 }
                 var response = fanotify_response(fd: event.fd, response: verdict)

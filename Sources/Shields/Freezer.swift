@@ -281,6 +281,55 @@ struct Freezer {
         return found.filter { $0.state == "T" }.sorted { $0.pid < $1.pid }
     }
 
+    /// The ancestors of processes about to be stopped and killed, and whether each was stopped
+    /// then. Root's `runuser`, `su` or `sudo` above a gated process stops itself when its child
+    /// stops (it passes the job-control stop on to its own parent) and waits for a SIGCONT that
+    /// only the child would have got; once the child is killed nothing would ever send one.
+    /// ``continueStopped(excluding:)`` continues the ancestors that stopped meanwhile.
+    struct AncestorWatch {
+        private(set) var ancestors: [RunningProcess: Bool] = [:]
+
+        /// Records the ancestors of `process` (up to 64, never init or the daemon).
+        mutating func record(above process: RunningProcess) {
+            var child = process
+            var depth = 0
+            while depth < 64, let stat = ProcFile.read("/proc/\(child.pid)/stat", limit: 4096),
+                RunningProcess(pid: child.pid, stat: stat.bytes) == child,
+                let id = RunningProcess.parent(stat.bytes), id > 1, id != getpid(),
+                let parent = RunningProcess(pid: id), parent.startTime <= child.startTime,
+                ancestors[parent] == nil
+            {
+                ancestors[parent] = parent.state == "T"
+                child = parent
+                depth += 1
+            }
+        }
+
+        /// Continues every recorded ancestor that was not stopped when recorded, is stopped now
+        /// and is not among `excluding` (what was stopped on purpose); looked at up to five
+        /// times, 20 ms apart, until a look finds none (one may still be on its way to stopping
+        /// itself). Returns those continued.
+        @discardableResult
+        func continueStopped(excluding: Set<RunningProcess>) -> [RunningProcess] {
+            let candidates = ancestors.filter { !$0.value && !excluding.contains($0.key) }.keys
+            guard !candidates.isEmpty else { return [] }
+            var continued: [RunningProcess] = []
+            for pass in 0..<5 {
+                usleep(20_000)
+                var any = false
+                for ancestor in candidates.sorted(by: { $0.pid < $1.pid }) {
+                    guard let now = RunningProcess(pid: ancestor.pid), now == ancestor, now.state == "T",
+                        now.signal(SIGCONT)
+                    else { continue }
+                    any = true
+                    if !continued.contains(now) { continued.append(now) }
+                }
+                if pass > 0 && !any { break }
+            }
+            return continued
+        }
+    }
+
     /// The processes whose real user id is `uid`.
     static func processes(of uid: UInt32) -> [RunningProcess] { processes(of: [uid]) }
 

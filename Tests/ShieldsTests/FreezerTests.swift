@@ -349,6 +349,65 @@ struct FreezerTests {
         #expect(Set(stoppedAll.first?.1.map(\.pid) ?? []) == [inner, outer.processIdentifier])
     }
 
+    /// Found by an attack (round 15): a gated process that ignores SIGTERM, started by root's
+    /// `runuser`, is stopped and killed at relock; `runuser` saw its child stop, stopped itself
+    /// (passing the job-control stop on) and, its child dead, was never continued: root's
+    /// `runuser` (a cron job, an admin's terminal) hung for good. Its stand-in does what it does;
+    /// two levels of them here, five times over (it is a race between the stop and the kill).
+    @Test(
+        .enabled(
+            if: FileManager.default.isExecutableFile(atPath: "/usr/bin/python3"), "needs /usr/bin/python3"))
+    func rootsAncestorsOfAKilledProcessGoOn() throws {
+        let uid: UInt32 = 4244
+        var stuck: [[Character?]] = []
+        for _ in 0..<5 {
+            let outer = Process()
+            outer.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
+            outer.arguments = [
+                "-E", "-c",
+                """
+                import os, signal
+                def runuser(depth):
+                    child = os.fork()
+                    if child == 0:
+                        if depth > 1:
+                            runuser(depth - 1)
+                            os._exit(0)
+                        os.setgid(\(uid)); os.setgroups([]); os.setuid(\(uid))
+                        os.execv("/bin/sleep", ["sleep", "200"])
+                    while True:
+                        _, status = os.waitpid(child, os.WUNTRACED)
+                        if not os.WIFSTOPPED(status):
+                            break
+                        os.kill(os.getpid(), signal.SIGSTOP)
+                        os.kill(child, signal.SIGCONT)
+                runuser(2)
+                """,
+            ]
+            try outer.run()
+            defer {
+                for process in Freezer.processes(of: uid) { process.signal(SIGKILL) }
+                let root = RunningProcess(pid: outer.processIdentifier).map { Set([$0]) } ?? []
+                for process in RunningProcess.withDescendants(root) {
+                    process.signal(SIGCONT)
+                    process.signal(SIGKILL)
+                }
+                outer.waitUntilExit()
+            }
+            for _ in 0..<250 where Freezer.processes(of: uid).isEmpty { usleep(20_000) }
+            let child = try #require(Freezer.processes(of: uid).first)
+            let inner = try #require(Freezer.table()[child.pid]?.parent)
+            ExecDenyShield.stopAndKill(kill: true) { found in
+                if RunningProcess(pid: child.pid) == child { found(child) }
+            }
+            // Both stand-ins see their child end and end too.
+            let states = { [inner, outer.processIdentifier].map { RunningProcess(pid: $0)?.state } }
+            for _ in 0..<100 where outer.isRunning { usleep(20_000) }
+            if outer.isRunning { stuck.append(states()) }
+        }
+        #expect(stuck.isEmpty, "root's stand-ins stayed stopped above a killed process: \(stuck)")
+    }
+
     /// Found by an attack: the stop-all, sent with the user's id as effective one, reaches every
     /// process whose real or saved user id is the user's (the kernel's rule), root's after
     /// `setresuid(0, U, U)` or `setresuid(0, 0, U)` too; only those whose real id is the user's
