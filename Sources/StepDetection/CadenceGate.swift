@@ -225,7 +225,7 @@ public struct CadenceGate: Sendable {
                 // (or its peaks back at one a step), not peaks once every two strides.
                 var halve = period >= Double(strideThreshold) && !striding
                 if !halve && !striding && halfPeriodCorrelation <= 1 {
-                    halve = history.correlation(atLag: Int64(period * 0.5)) >= halfPeriodCorrelation
+                    halve = history.correlation(atLag: Int64(period * 0.5), atLeast: halfPeriodCorrelation)
                 }
                 if halve {
                     period *= 0.5
@@ -270,8 +270,8 @@ public struct CadenceGate: Sendable {
     func continues(until now: Int64, pause d: Double, history: borrowing SignalHistory) -> Bool {
         guard continuationCorrelation <= 1, d <= history.duration else { return false }
         let stride = Int64(2 * period)
-        return history.correlation(atLag: stride, span: max(stride, now &- lastStep))
-            >= continuationCorrelation
+        return history.correlation(
+            atLag: stride, span: max(stride, now &- lastStep), atLeast: continuationCorrelation)
     }
 
     /// Records a peak and the longest rhythmic chain ending at it.
