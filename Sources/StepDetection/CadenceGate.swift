@@ -285,12 +285,17 @@ public struct CadenceGate: Sendable {
         var bestUnits: Int32 = 1
         var k = index &- 1
         let oldest = max(0, index &- Self.capacity &+ 1, index &- 1 &- maximumSkipped)
+        // The most chain periods a link spans: a link into a peak whose chain has `length` peaks
+        // makes one of at most `length + mostUnits`.
+        let mostUnits: Int32 = bridgesGaps ? 2 : 1
         while k >= oldest {
             let s = Self.slot(k)
             let d = time &- times[s]
             if d > maximumInterval { break }
-            if d >= minimumInterval {
-                let length = chainLength[s]
+            let length = chainLength[s]
+            // A chain no longer than the best found cannot replace it, whatever its tests say:
+            // they are skipped. (Going back, the earlier peaks' chains are mostly shorter.)
+            if d >= minimumInterval && length &+ mostUnits > bestLength {
                 var fits: Bool
                 var units: Int32 = 1
                 if length <= 1 {
