@@ -225,7 +225,7 @@ public struct CadenceGate: Sendable {
                 // (or its peaks back at one a step), not peaks once every two strides.
                 var halve = period >= Double(strideThreshold) && !striding
                 if !halve && !striding && halfPeriodCorrelation <= 1 {
-                    halve = history.correlation(atLag: Int64(period * 0.5)) >= halfPeriodCorrelation
+                    halve = history.correlation(atLag: Int64(period * 0.5), atLeast: halfPeriodCorrelation)
                 }
                 if halve {
                     period *= 0.5
@@ -270,8 +270,8 @@ public struct CadenceGate: Sendable {
     func continues(until now: Int64, pause d: Double, history: borrowing SignalHistory) -> Bool {
         guard continuationCorrelation <= 1, d <= history.duration else { return false }
         let stride = Int64(2 * period)
-        return history.correlation(atLag: stride, span: max(stride, now &- lastStep))
-            >= continuationCorrelation
+        return history.correlation(
+            atLag: stride, span: max(stride, now &- lastStep), atLeast: continuationCorrelation)
     }
 
     /// Records a peak and the longest rhythmic chain ending at it.
@@ -285,12 +285,17 @@ public struct CadenceGate: Sendable {
         var bestUnits: Int32 = 1
         var k = index &- 1
         let oldest = max(0, index &- Self.capacity &+ 1, index &- 1 &- maximumSkipped)
+        // The most chain periods a link spans: a link into a peak whose chain has `length` peaks
+        // makes one of at most `length + mostUnits`.
+        let mostUnits: Int32 = bridgesGaps ? 2 : 1
         while k >= oldest {
             let s = Self.slot(k)
             let d = time &- times[s]
             if d > maximumInterval { break }
-            if d >= minimumInterval {
-                let length = chainLength[s]
+            let length = chainLength[s]
+            // A chain no longer than the best found cannot replace it, whatever its tests say:
+            // they are skipped. (Going back, the earlier peaks' chains are mostly shorter.)
+            if d >= minimumInterval && length &+ mostUnits > bestLength {
                 var fits: Bool
                 var units: Int32 = 1
                 if length <= 1 {

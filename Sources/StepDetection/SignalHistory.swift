@@ -122,6 +122,46 @@ public struct SignalHistory: Sendable {
         let lag = roundedToInt(Double(lagTime) / samplePeriod)
         let count = self.count &- skip
         guard lag > 0, skip >= 0, count >= n &+ lag, n &+ lag &+ skip <= Self.capacity else { return 0 }
+        let (xy, xx, yy) = sums(lag: lag, over: n, ending: count, cross: true, powers: true)
+        return xy / max((xx * yy).squareRoot(), 1e-12)
+    }
+
+    /// Whether ``correlation(atLag:)`` is at least `threshold`: the same answer, for less work
+    /// when the signal does not repeat at the lag. With a positive threshold, a cross sum that
+    /// is not positive (or not a number) decides it at once — the correlation, that sum over a
+    /// positive (or NaN) norm, is then at most 0 (or NaN), below the threshold either way — and
+    /// only a positive one needs the two power sums. Each sum is accumulated in the same order
+    /// as in ``correlation(atLag:)``, so the value compared, when it is needed, is the same.
+    @inlinable
+    public func correlation(atLag lagTime: Int64, atLeast threshold: Float) -> Bool {
+        correlation(atLag: lagTime, over: window, atLeast: threshold)
+    }
+
+    /// ``correlation(atLag:atLeast:)`` for ``correlation(atLag:span:)``.
+    @inlinable
+    public func correlation(atLag lagTime: Int64, span: Int64, atLeast threshold: Float) -> Bool {
+        let samples = roundedToInt(Double(span) / samplePeriod)
+        return correlation(atLag: lagTime, over: min(window, max(2, samples)), atLeast: threshold)
+    }
+
+    @inlinable
+    func correlation(atLag lagTime: Int64, over n: Int, atLeast threshold: Float) -> Bool {
+        guard threshold > 0 else { return correlation(atLag: lagTime, over: n) >= threshold }
+        let lag = roundedToInt(Double(lagTime) / samplePeriod)
+        // Too short a history: the correlation is 0, below the threshold.
+        guard lag > 0, count >= n &+ lag, n &+ lag <= Self.capacity else { return false }
+        let xy = sums(lag: lag, over: n, ending: count, cross: true, powers: false).0
+        guard xy > 0 else { return false }
+        let (_, xx, yy) = sums(lag: lag, over: n, ending: count, cross: false, powers: true)
+        return xy / max((xx * yy).squareRoot(), 1e-12) >= threshold
+    }
+
+    /// The sums of the correlation of the `n` samples that end before sample number `count`
+    /// with those `lag` samples earlier (every other sample): the cross sum (with `cross`) and
+    /// the two power sums (with `powers`; those not asked for are 0). Each sum is accumulated in
+    /// the same order whatever else is asked for.
+    @inlinable @inline(__always)
+    func sums(lag: Int, over n: Int, ending count: Int, cross: Bool, powers: Bool) -> (Float, Float, Float) {
         // Four independent partial sums break the add-latency chain (4× faster than one). Lane
         // k of each sum takes the samples i + 2k of every block of eight: the even half of the
         // eight contiguous values at i (the mirrored ring never wraps within 512 values).
@@ -132,48 +172,40 @@ public struct SignalHistory: Sendable {
         // Offsets from `start`, in values: x from `lag`, y from 0; up to n + lag ≤ 512, and a
         // block of eight reads one value past the last it uses, still inside the 1024.
         let values = ring.base + (start & 511)
-        var px = UnsafeRawPointer(values + lag)
-        var py = UnsafeRawPointer(values)
+        let px = UnsafeRawPointer(values + lag)
+        let py = UnsafeRawPointer(values)
         // Blocks of eight whose first value is within the last seven of the span (x + 6 < end,
-        // x = lag + 8 j), two a turn: half the loop's counting, the same sums in the same order.
+        // x = lag + 8 j). One a turn: with two a turn, written out, the compiler multiplied the
+        // whole eight-value vectors and shuffled the products into lanes, 2–3× the instructions
+        // of the shuffle, multiply and add it makes of this loop (which it unrolls itself).
         let blocks = (n &+ 1) &>> 3
-        var pairs = blocks &>> 1
-        while pairs > 0 {
-            let a0 = px.loadUnaligned(as: SIMD8<Float>.self).evenHalf
-            let b0 = py.loadUnaligned(as: SIMD8<Float>.self).evenHalf
-            sxy += a0 * b0
-            sxx += a0 * a0
-            syy += b0 * b0
-            let a1 = px.loadUnaligned(fromByteOffset: 32, as: SIMD8<Float>.self).evenHalf
-            let b1 = py.loadUnaligned(fromByteOffset: 32, as: SIMD8<Float>.self).evenHalf
-            sxy += a1 * b1
-            sxx += a1 * a1
-            syy += b1 * b1
-            px += 64
-            py += 64
-            pairs &-= 1
-        }
-        if blocks & 1 != 0 {
-            let a = px.loadUnaligned(as: SIMD8<Float>.self).evenHalf
-            let b = py.loadUnaligned(as: SIMD8<Float>.self).evenHalf
-            sxy += a * b
-            sxx += a * a
-            syy += b * b
+        var j = 0
+        while j < blocks {
+            let a = px.loadUnaligned(fromByteOffset: j &<< 5, as: SIMD8<Float>.self).evenHalf
+            let b = py.loadUnaligned(fromByteOffset: j &<< 5, as: SIMD8<Float>.self).evenHalf
+            if cross { sxy += a * b }
+            if powers {
+                sxx += a * a
+                syy += b * b
+            }
+            j &+= 1
         }
         var x = lag &+ blocks &<< 3
         let end = n &+ lag
-        var xy = sxy.sum()
-        var xx = sxx.sum()
-        var yy = syy.sum()
+        var xy = cross ? sxy.sum() : 0
+        var xx = powers ? sxx.sum() : 0
+        var yy = powers ? syy.sum() : 0
         while x < end {
             let a = values[x]
             let b = values[x &- lag]
-            xy += a * b
-            xx += a * a
-            yy += b * b
+            if cross { xy += a * b }
+            if powers {
+                xx += a * a
+                yy += b * b
+            }
             x &+= 2
         }
-        return xy / max((xx * yy).squareRoot(), 1e-12)
+        return (xy, xx, yy)
     }
 
     /// The root mean square of the `span` nanoseconds that ended `ago` nanoseconds before the

@@ -135,7 +135,7 @@ public struct StepDetector: Sendable {
     /// ``process(_:_:)``; with `historyIsOwn`, the history's ring is known to be this detector's
     /// own (``SignalHistory/makeUnique()``), so appending skips the uniqueness check;
     /// `projecting` is ``projectsLinearInput``, passed in so that a loop can test it once.
-    @inlinable @inline(__always)
+    @inlinable @inline(always)
     mutating func feed(
         _ sample: AccelerationSample, projecting: Bool, historyIsOwn: Bool, _ onStep: (StepEvent) -> Void
     ) {
