@@ -58,28 +58,33 @@ final class FolderGuard: Sendable {
     /// What to guard, gathered from the shielded files' paths.
     struct Plan {
         var folders: Set<String> = []
-        var names: Set<String> = []
-        var modules: Set<String> = []
+        /// Per guarded folder, the shielded files' names there and their companions'.
+        var names: [String: Set<String>] = [:]
+        /// Per guarded `__pycache__` folder, the shielded modules beside it.
+        var modules: [String: Set<String>] = [:]
         /// Folders of shielded Python modules, which get a `__pycache__` guarded beside them.
         var moduleFolders: Set<String> = []
 
-        /// Adds a shielded file's path: its folder is guarded, and its name, its companions'
-        /// (``ExecDenyShield/companionNames(of:)``) and (for `NAME.py`) the legacy caches beside
-        /// it and the `__pycache__` folder are watched for.
+        /// Adds a shielded file's path: its folder is guarded, and in that folder its name, its
+        /// companions' (``ExecDenyShield/companionNames(of:)``) and (for `NAME.py`) the legacy
+        /// caches beside it are watched for, and the module's caches in the `__pycache__`
+        /// beside it. A name counts in its own folder only: a file of the same name elsewhere
+        /// is not the shielded one's.
         mutating func add(_ path: String) {
             guard let slash = path.lastIndex(of: "/") else { return }
             let folder = slash == path.startIndex ? "/" : String(path[..<slash])
             let name = String(path[path.index(after: slash)...])
             guard !name.isEmpty else { return }
             folders.insert(folder)
-            names.insert(name)
-            names.formUnion(ExecDenyShield.companionNames(of: name))
+            names[folder, default: []].insert(name)
+            names[folder, default: []].formUnion(ExecDenyShield.companionNames(of: name))
             if name.hasSuffix(".py"), name.count > 3 {
                 let module = String(name.dropLast(3))
-                modules.insert(module)
-                names.formUnion([module + ".pyc", module + ".pyo"])
+                let cacheFolder = folder == "/" ? "/__pycache__" : folder + "/__pycache__"
+                modules[cacheFolder, default: []].insert(module)
+                names[folder, default: []].formUnion([module + ".pyc", module + ".pyo"])
                 moduleFolders.insert(folder)
-                folders.insert(folder == "/" ? "/__pycache__" : folder + "/__pycache__")
+                folders.insert(cacheFolder)
             }
         }
 
@@ -106,7 +111,7 @@ final class FolderGuard: Sendable {
     private let refusals = Atomic<Int>(0)
     /// Guarded folders and the path each was marked through.
     private let folders = Mutex<[ExecDenyShield.FileID: String]>([:])
-    /// What the last ``guardFolders(_:names:modules:shielded:)`` asked for, and when the
+    /// What the last ``guardFolders(_:shielded:)`` asked for, and when the
     /// folders are to be listed again for files that were young (nanoseconds since the epoch).
     private let wanted = Mutex<(plan: Plan, shielded: [ExecDenyShield.FileID: String], due: Int64?)>(
         (Plan(), [:], nil))
@@ -229,7 +234,8 @@ final class FolderGuard: Sendable {
             return nil
         }
         defer { closedir(folder) }
-        let isCacheFolder = path.hasSuffix("/__pycache__")
+        let names = plan.names[path] ?? []
+        let modules = plan.modules[path] ?? []
         while let entry = readdir(folder) {
             var entryInfo = stat()
             let name = withUnsafePointer(to: entry.pointee.d_name) {
@@ -242,7 +248,7 @@ final class FolderGuard: Sendable {
             let changed = nanoseconds(entryInfo.st_ctim)
             if changed >= judgement.youngSince { youngest = max(youngest ?? changed, changed) }
             if judgement.shielded[id] != changed,
-                isShieldedName(name, inCacheFolder: isCacheFolder, names: plan.names, modules: plan.modules)
+                isShieldedName(name, inCacheFolder: !modules.isEmpty, names: names, modules: modules)
             {
                 judgement.held.insert(id)
             }

@@ -1106,6 +1106,28 @@ struct ExecDenyShieldTests {
         #expect(try asNobody("cat '\(program)' > /dev/null").status == 0)
     }
 
+    /// Found by an attack (round 15): the names of shielded files counted in every guarded
+    /// folder, so an unrelated `game` beside another shielded program was refused to gated
+    /// users for the whole lock.
+    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/setpriv"), "needs setpriv"))
+    func aShieldedNameCountsInItsOwnFolderOnly() throws {
+        chmod(folder.path, 0o755)
+        let tools = folder.appendingPathComponent("tools").path
+        #expect(mkdir(tools, 0o755) == 0)
+        let arcade = tools + "/arcade"
+        let unrelated = tools + "/game"
+        try FileManager.default.copyItem(atPath: "/bin/true", toPath: arcade)
+        try FileManager.default.copyItem(atPath: "/bin/true", toPath: unrelated)
+        let shield = try ExecDenyShield()
+        let targets = [Target(kind: .executable, value: program), Target(kind: .executable, value: arcade)]
+        try shield.apply(targets, context: ShieldContext(store: "games"))
+        let runs = { (try? asNobody("'\(unrelated)'").status) == 0 }
+        for _ in 0..<40 where !runs() { usleep(100_000) }
+        #expect(runs(), "an unrelated file named like a program shielded elsewhere was refused")
+        #expect(try asNobody("'\(program)'").status != 0)
+        #expect(try asNobody("'\(arcade)'").status != 0)
+    }
+
     /// The same moment for a shielded Python module: root compiling it while it is locked writes
     /// the cache to a temporary `NAME.TAG.pyc.ID` and renames it; a gated user watching the
     /// `__pycache__` folder (inotify) opened 30 of 40 such caches and ran them. Here a gated
@@ -1547,10 +1569,18 @@ struct FolderGuardTests {
         var plan = FolderGuard.Plan()
         plan.add("/opt/games/game")
         plan.add("/opt/lib/gamelib.py")
-        #expect(plan.folders == ["/opt/games", "/opt/lib", "/opt/lib/__pycache__"])
-        #expect(plan.modules == ["gamelib"])
+        plan.add("/usr/local/bin/arcade")
+        #expect(plan.folders == ["/opt/games", "/opt/lib", "/opt/lib/__pycache__", "/usr/local/bin"])
+        #expect(plan.modules == ["/opt/lib/__pycache__": ["gamelib"]])
+        // A name counts in its own folder only (found by an attack: an unrelated `game` in
+        // another guarded folder was held back for the whole lock).
+        #expect(plan.names["/usr/local/bin"]?.contains("game") == false)
+        #expect(plan.names["/opt/games"]?.contains("arcade") == false)
+        #expect(plan.names["/opt/games"]?.contains("gamelib.py") == false)
         func shielded(_ name: String, cache: Bool = false) -> Bool {
-            FolderGuard.isShieldedName(name, inCacheFolder: cache, names: plan.names, modules: plan.modules)
+            let names = plan.names["/opt/games"]!.union(plan.names["/opt/lib"]!)
+            return FolderGuard.isShieldedName(
+                name, inCacheFolder: cache, names: names, modules: plan.modules["/opt/lib/__pycache__"]!)
         }
         for name in [
             "game", "game.dpkg-new", "game.dpkg-tmp", "game.new", "game.tmp", "game.old", "game.bak",
