@@ -18,9 +18,9 @@ import Foundation
 /// machine) can only be held by stopping every process of its user at once: one `kill(-1,
 /// SIGSTOP)` sent as that user reaches a process being forked and its new child too. It reaches
 /// every process whose real or saved user id is the user's (root's after `setresuid(0, U, U)`
-/// too), and all of those go on after. The user's shells see their jobs stop and go on, so this
-/// is done only where a program has been seen forking away (``RunningProcess/signal(_:)`` found
-/// it gone). The ancestors of theirs that stopped themselves meanwhile (root's `runuser`, `su`
+/// too), and all of those go on after. The user's interactive shells see a foreground job stop
+/// and take the terminal back (the job goes on in the background), so this is done only where a
+/// program has been seen forking away (``RunningProcess/signal(_:)`` found it gone). The ancestors of theirs that stopped themselves meanwhile (root's `runuser`, `su`
 /// or `sudo` pass their child's job-control stop on to their own parent, and a chain of them on
 /// up) are continued with them.
 struct Freezer {
