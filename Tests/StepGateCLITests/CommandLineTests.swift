@@ -225,6 +225,14 @@ struct CommandLineTests {
             #expect((figures[key] as? Double ?? 0) > 0, "\(key)")
         }
         #expect((figures["csv_parse_mb_per_s"] as? [String: Any])?.count == 1)
+        if getuid() == 0 {  // the exec shield's figures (fanotify needs root)
+            for key in [
+                "exec_median_us", "exec_median_us_with_exec_shield", "exec_beside_median_us",
+                "exec_beside_median_us_with_exec_shield",
+            ] {
+                #expect((figures[key] as? Double ?? 0) > 0, "\(key)")
+            }
+        }
     }
 
     private var scenarios: URL {
