@@ -222,31 +222,8 @@ struct FreezerTests {
             if: FileManager.default.isExecutableFile(atPath: "/usr/bin/python3"), "needs /usr/bin/python3"))
     func rootsParentOfAStoppedUserGoesOnWithThem() throws {
         let uid: UInt32 = 4243
-        let runuser = Process()
-        runuser.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
-        runuser.arguments = [
-            "-E", "-c",
-            """
-            import os, signal
-            child = os.fork()
-            if child == 0:
-                os.setgid(\(uid)); os.setgroups([]); os.setuid(\(uid))
-                os.execv("/bin/sleep", ["sleep", "200"])
-            while True:
-                _, status = os.waitpid(child, os.WUNTRACED)
-                if not os.WIFSTOPPED(status):
-                    break
-                os.kill(os.getpid(), signal.SIGSTOP)
-                os.kill(child, signal.SIGCONT)
-            """,
-        ]
-        try runuser.run()
-        defer {
-            for process in Freezer.processes(of: uid) { process.signal(SIGKILL) }
-            kill(runuser.processIdentifier, SIGCONT)
-            kill(runuser.processIdentifier, SIGKILL)
-            runuser.waitUntilExit()
-        }
+        let runuser = try startNestedRunuserStandIns(uid: uid, depth: 1)
+        defer { end(runuser, uid: uid) }
         for _ in 0..<250 where Freezer.processes(of: uid).isEmpty { usleep(20_000) }
         let child = try #require(Freezer.processes(of: uid).first)
         let member = Freezer.Member(process: child, uid: uid, gid: uid)
@@ -289,39 +266,8 @@ struct FreezerTests {
             if: FileManager.default.isExecutableFile(atPath: "/usr/bin/python3"), "needs /usr/bin/python3"))
     func rootsAncestorsOfAStoppedUserGoOnWithThem() throws {
         let uid: UInt32 = 4244
-        let outer = Process()
-        outer.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
-        outer.arguments = [
-            "-E", "-c",
-            """
-            import os, signal
-            def runuser(depth):
-                child = os.fork()
-                if child == 0:
-                    if depth > 1:
-                        runuser(depth - 1)
-                        os._exit(0)
-                    os.setgid(\(uid)); os.setgroups([]); os.setuid(\(uid))
-                    os.execv("/bin/sleep", ["sleep", "200"])
-                while True:
-                    _, status = os.waitpid(child, os.WUNTRACED)
-                    if not os.WIFSTOPPED(status):
-                        break
-                    os.kill(os.getpid(), signal.SIGSTOP)
-                    os.kill(child, signal.SIGCONT)
-            runuser(2)
-            """,
-        ]
-        try outer.run()
-        defer {
-            for process in Freezer.processes(of: uid) { process.signal(SIGKILL) }
-            let root = RunningProcess(pid: outer.processIdentifier).map { Set([$0]) } ?? []
-            for process in RunningProcess.withDescendants(root) {
-                process.signal(SIGCONT)
-                process.signal(SIGKILL)
-            }
-            outer.waitUntilExit()
-        }
+        let outer = try startNestedRunuserStandIns(uid: uid)
+        defer { end(outer, uid: uid) }
         for _ in 0..<250 where Freezer.processes(of: uid).isEmpty { usleep(20_000) }
         let child = try #require(Freezer.processes(of: uid).first)
         let inner = try #require(Freezer.table()[child.pid]?.parent)
@@ -361,39 +307,8 @@ struct FreezerTests {
         let uid: UInt32 = 4244
         var stuck: [[Character?]] = []
         for _ in 0..<5 {
-            let outer = Process()
-            outer.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
-            outer.arguments = [
-                "-E", "-c",
-                """
-                import os, signal
-                def runuser(depth):
-                    child = os.fork()
-                    if child == 0:
-                        if depth > 1:
-                            runuser(depth - 1)
-                            os._exit(0)
-                        os.setgid(\(uid)); os.setgroups([]); os.setuid(\(uid))
-                        os.execv("/bin/sleep", ["sleep", "200"])
-                    while True:
-                        _, status = os.waitpid(child, os.WUNTRACED)
-                        if not os.WIFSTOPPED(status):
-                            break
-                        os.kill(os.getpid(), signal.SIGSTOP)
-                        os.kill(child, signal.SIGCONT)
-                runuser(2)
-                """,
-            ]
-            try outer.run()
-            defer {
-                for process in Freezer.processes(of: uid) { process.signal(SIGKILL) }
-                let root = RunningProcess(pid: outer.processIdentifier).map { Set([$0]) } ?? []
-                for process in RunningProcess.withDescendants(root) {
-                    process.signal(SIGCONT)
-                    process.signal(SIGKILL)
-                }
-                outer.waitUntilExit()
-            }
+            let outer = try startNestedRunuserStandIns(uid: uid)
+            defer { end(outer, uid: uid) }
             for _ in 0..<250 where Freezer.processes(of: uid).isEmpty { usleep(20_000) }
             let child = try #require(Freezer.processes(of: uid).first)
             let inner = try #require(Freezer.table()[child.pid]?.parent)
@@ -577,4 +492,46 @@ struct FreezerTests {
         #expect(RunningProcess(pid: spinning.processIdentifier)?.state == "T", "a find of the body went on")
         #expect(RunningProcess(pid: stoppedBefore.processIdentifier)?.state == "R")
     }
+}
+
+/// Starts root's stand-ins for `depth` nested `runuser`s above a `sleep 200` of `uid`. Each does what
+/// `runuser` does: waits for its child with `WUNTRACED`, stops itself when the child stops (passing
+/// the job-control stop on to its own parent), continues the child when continued.
+private func startNestedRunuserStandIns(uid: UInt32, depth: Int = 2) throws -> Process {
+    let outer = Process()
+    outer.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
+    outer.arguments = [
+        "-E", "-c",
+        """
+        import os, signal
+        def runuser(depth):
+            child = os.fork()
+            if child == 0:
+                if depth > 1:
+                    runuser(depth - 1)
+                    os._exit(0)
+                os.setgid(\(uid)); os.setgroups([]); os.setuid(\(uid))
+                os.execv("/bin/sleep", ["sleep", "200"])
+            while True:
+                _, status = os.waitpid(child, os.WUNTRACED)
+                if not os.WIFSTOPPED(status):
+                    break
+                os.kill(os.getpid(), signal.SIGSTOP)
+                os.kill(child, signal.SIGCONT)
+        runuser(\(depth))
+        """,
+    ]
+    try outer.run()
+    return outer
+}
+
+/// Ends the stand-ins and every process of `uid`.
+private func end(_ outer: Process, uid: UInt32) {
+    for process in Freezer.processes(of: uid) { process.signal(SIGKILL) }
+    let root = RunningProcess(pid: outer.processIdentifier).map { Set([$0]) } ?? []
+    for process in RunningProcess.withDescendants(root) {
+        process.signal(SIGCONT)
+        process.signal(SIGKILL)
+    }
+    outer.waitUntilExit()
 }
