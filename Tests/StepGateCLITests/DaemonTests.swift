@@ -81,6 +81,15 @@ final class TestDaemon {
         ((try? String(contentsOfFile: hosts, encoding: .utf8)) ?? "").contains("0.0.0.0 example.com")
     }
 
+    /// Whether the hosts file comes to block the test domain (or to let it go) within `seconds`:
+    /// the control socket answers before the first shields are applied (on the shields' own
+    /// queues), so a test that looks at once can lose the race on a loaded machine.
+    func hostsBecome(blocked: Bool, within seconds: Double = 15) -> Bool {
+        let deadline = Date().addingTimeInterval(seconds)
+        while hostsBlocked != blocked && Date() < deadline { usleep(50_000) }
+        return hostsBlocked == blocked
+    }
+
     /// Sends `signal` to the daemon if it still runs, and waits for it to end. Never to a daemon
     /// already reaped: its pid may by then be another test's process (pids wrap at 32,768 here,
     /// and the shield suites start thousands), and a stray SIGTERM from a second `kill` in a
@@ -197,9 +206,9 @@ struct DaemonTests {
         // Locked at start: the domain is blocked until 50 steps are walked.
         let first = try TestDaemon(folder: folder, config: walkConfig)
         #expect(try first.store("games")["shielded"] as? Bool == true)
-        #expect(first.hostsBlocked)
+        #expect(first.hostsBecome(blocked: true))
         try first.wait(30, for: "the walk to unlock") { $0["shielded"] as? Bool == false }
-        #expect(!first.hostsBlocked)
+        #expect(first.hostsBecome(blocked: false))
         let deadline = try #require(try first.store("games")["unlockedUntil"] as? String)
 
         // Killed inside the window and restarted (reading a drive, no steps): still open, same deadline.
@@ -216,7 +225,7 @@ struct DaemonTests {
         if wait > 0 { usleep(UInt32(wait * 1_000_000)) }
         let third = try TestDaemon(folder: folder, config: driveConfig)
         #expect(try third.store("games")["shielded"] as? Bool == true)
-        #expect(third.hostsBlocked)
+        #expect(third.hostsBecome(blocked: true))
 
         // SIGTERM: saves and exits 0.
         third.kill(SIGTERM)

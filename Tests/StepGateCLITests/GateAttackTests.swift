@@ -192,7 +192,7 @@ struct GateAttackTests {
         try makeHosts(folder)
         let daemon = try TestDaemon(folder: folder, config: shieldedConfig(folder: folder))
         defer { daemon.kill(SIGTERM) }
-        #expect(daemon.hostsBlocked)
+        #expect(daemon.hostsBecome(blocked: true))
         try shieldedConfig(folder: folder, domains: ["example.com", "example.org"]).write(
             toFile: folder.appendingPathComponent("config.json").path, atomically: true, encoding: .utf8)
         let reload = try daemon.client(["reload"])
@@ -230,7 +230,7 @@ struct GateAttackTests {
         let daemon = try TestDaemon(folder: folder, config: config)
         defer { daemon.kill(SIGTERM) }
         try daemon.wait(30, for: "the walk to unlock") { $0["shielded"] as? Bool == false }
-        #expect(!daemon.hostsBlocked)
+        #expect(daemon.hostsBecome(blocked: false))
         try FileManager.default.removeItem(atPath: folder.appendingPathComponent("allow").path)
         let until = try #require(
             ISO8601DateFormatter().date(from: try daemon.store("games")["unlockedUntil"] as? String ?? ""))

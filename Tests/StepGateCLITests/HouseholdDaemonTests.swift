@@ -140,7 +140,7 @@ struct HouseholdDaemonTests {
         let daemon = try TestDaemon(
             folder: folder, config: try config(folder, broker: broker, commands: true))
         try daemon.wait(30, for: "the unlock") { $0["shielded"] as? Bool == false }
-        #expect(!daemon.hostsBlocked)
+        #expect(daemon.hostsBecome(blocked: false))
         let (parent, replies) = try testClient(
             broker, id: "parent", user: ("parent", "in-charge"), subscribe: ["stepgate/test/reply"])
         defer { parent.stop() }
@@ -160,7 +160,7 @@ struct HouseholdDaemonTests {
         parent.publish(MQTTMessage(topic: "stepgate/test/command", text: lock))
         try daemon.wait(5, for: "the lock") { $0["shielded"] as? Bool == true }
         #expect(Date().timeIntervalSince(sent) < 1.5)
-        #expect(daemon.hostsBlocked)
+        #expect(daemon.hostsBecome(blocked: true))
         #expect(replies.wait { !$0.messages.isEmpty })
         let answer = try #require(replies.messages.first).text
         #expect(answer.hasPrefix(#"{"id":"p1","reply":{"#) && answer.contains(#""ok":true"#), "\(answer)")
