@@ -75,6 +75,10 @@ public final class ExecDenyShield: Shield {
     /// Per store and target, every file it has been shielded through (kept while the target is
     /// shielded, so moving or renaming the file does not free it).
     private var stickyFiles: [String: [Target: Set<FileID>]] = [:]
+    /// A descriptor (`O_PATH`) of each sticky file, held while it is sticky: a file removed by an
+    /// upgrade stays allocated, so its inode number cannot go to an unrelated new file (which
+    /// would then count as the shielded program, and whoever ran it be ended).
+    private var stickyHandles: [FileID: Int32] = [:]
     /// What happens to a store's running programs when it is shielded.
     private let runningAction: @Sendable (String) -> RunningProgramAction
     /// Between SIGTERM and SIGKILL.
@@ -358,6 +362,7 @@ public final class ExecDenyShield: Shield {
             usleep(5000)
             waited += 1
         }
+        for fd in stickyHandles.values { close(fd) }
         close(group)  // the kernel allows every pending event of a closed group
         folderGuard?.stop()
         watcher?.stop()
@@ -601,6 +606,7 @@ public final class ExecDenyShield: Shield {
             }
         }
         stickyFiles = sticky
+        holdStickyFiles(targetFiles.values.flatMap { $0 })
         var wanted: [FileID: String] = [:]
         for ids in sticky.values.flatMap(\.values) {
             for id in ids { wanted[id] = marked[id] ?? "" }
@@ -644,6 +650,30 @@ public final class ExecDenyShield: Shield {
             }
         }
         return result
+    }
+
+    /// Holds a descriptor of every sticky file found now (through `files`, as just resolved),
+    /// and lets go of those no longer sticky.
+    private func holdStickyFiles(_ files: [TrustedPath]) {
+        let wanted = stickyFiles.values.reduce(into: Set<FileID>()) { all, byTarget in
+            for ids in byTarget.values { all.formUnion(ids) }
+        }
+        for file in files {
+            let id = FileID(device: file.device, inode: file.inode)
+            guard wanted.contains(id), stickyHandles[id] == nil else { continue }
+            let fd = open(file.path, stepgate_O_PATH | O_CLOEXEC | O_NOFOLLOW)
+            guard fd >= 0 else { continue }
+            var info = stat()
+            if fstat(fd, &info) == 0, UInt64(info.st_dev) == id.device, UInt64(info.st_ino) == id.inode {
+                stickyHandles[id] = fd
+            } else {
+                close(fd)
+            }
+        }
+        for (id, fd) in stickyHandles where !wanted.contains(id) {
+            close(fd)
+            stickyHandles[id] = nil
+        }
     }
 
     /// Marks the files of unlocked stores' targets (those not shielded by another store) for

@@ -1214,6 +1214,36 @@ struct ExecDenyShieldTests {
                 .contains("played")))
     }
 
+    /// Found by an attack (round 15, last pass): a shielded program replaced by an upgrade was
+    /// remembered by its device and inode number for as long as the store stayed locked, and
+    /// once the file system gave that number to an unrelated new file (a tool root installed, a
+    /// note of the user's), whoever ran, mapped or held that file was ended at every check. The
+    /// shield now holds a descriptor of each such file while it remembers it, so the number
+    /// stays taken; unlocked, it lets go.
+    @Test func aReplacedProgramsNumberIsNotGivenToAnotherFileWhileShielded() throws {
+        let shield = try ExecDenyShield()
+        let targets = [Target(kind: .executable, value: program)]
+        try shield.apply(targets, context: ShieldContext(store: "games"))
+        var info = stat()
+        #expect(stat(program, &info) == 0)
+        let old = (UInt64(info.st_dev), UInt64(info.st_ino))
+        let staged = program + ".new"
+        try FileManager.default.copyItem(atPath: "/bin/true", toPath: staged)
+        #expect(rename(staged, program) == 0)
+        #expect(shield.recheck().isEmpty)
+        func held() -> Bool {
+            let fds = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []
+            return fds.contains { fd in
+                var held = stat()
+                return stat("/proc/self/fd/" + fd, &held) == 0 && UInt64(held.st_dev) == old.0
+                    && UInt64(held.st_ino) == old.1
+            }
+        }
+        #expect(held(), "the replaced program's file was let go while its target is shielded")
+        try shield.remove(targets, context: ShieldContext(store: "games"))
+        #expect(!held(), "the replaced program's file was held after the unlock")
+    }
+
     /// An upgrade that replaces the file can give the new file the inode number of one marked
     /// before (whose mark died with it): a recheck marks the file again whatever it remembers.
     /// Modelled by removing the kernel's mark behind the shield's back.
