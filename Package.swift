@@ -66,7 +66,9 @@ let package = Package(
         // Labelled recording sets, scoring, parameter search, reports.
         .target(
             name: "Tuning",
-            dependencies: ["StepDetection", "SensorInput", "Formatting", "TypedJSON", "Counting"]),
+            dependencies: [
+                "StepDetection", "SensorInput", "Formatting", "TypedJSON", "Counting", "StepHistoryStore",
+            ]),
         // The shared unlock policy: pure engine, config, versioned state (Foundation only).
         .target(name: "UnlockPolicy", dependencies: ["Formatting", "TypedJSON", "StepHistoryStore"]),
         // The system side of files: atomic durable writes, folder checks, the policy's state file.
@@ -142,7 +144,10 @@ let package = Package(
             linkerSettings: [.linkedLibrary("systemd")]),
         .testTarget(
             name: "TuningTests",
-            dependencies: ["Tuning", "StepDetection", "SensorInput", "StepGateTestSupport", "Counting"]),
+            dependencies: [
+                "Tuning", "StepDetection", "SensorInput", "StepGateTestSupport", "Counting",
+                "StepHistoryStore",
+            ]),
         .testTarget(
             name: "StepGateDaemonTests",
             dependencies: [

@@ -6,37 +6,35 @@ public enum CommandExecution {
     /// Runs the command `type` with `arguments` (those after the subcommand's name); the exit
     /// status.
     public static func run(_ type: any Command.Type, _ arguments: [String]) async -> Int32 {
-        let configuration = type.configuration
         do {
-            let parsed = try ParsedArguments(arguments, options: configuration.options)
-            if parsed.wantsHelp {
-                print(help(for: configuration))
-                return 0
-            }
-            var command = try type.init(arguments: parsed)
+            guard var command = try parse(type, arguments) else { return 0 }
             try await command.run()
             return 0
         } catch {
-            return status(for: error, configuration)
+            return status(for: error, type.configuration)
         }
     }
 
     /// Runs the synchronous command `type` with `arguments` on the calling thread; the exit
     /// status.
     public static func runSynchronously(_ type: any SynchronousCommand.Type, _ arguments: [String]) -> Int32 {
-        let configuration = type.configuration
         do {
-            let parsed = try ParsedArguments(arguments, options: configuration.options)
-            if parsed.wantsHelp {
-                print(help(for: configuration))
-                return 0
-            }
-            var command = try type.init(arguments: parsed)
+            guard var command = try parse(type, arguments) else { return 0 }
             try command.runSynchronously()
             return 0
         } catch {
-            return status(for: error, configuration)
+            return status(for: error, type.configuration)
         }
+    }
+
+    /// The command `type` made from `arguments`, or nil when they ask for help (printed here).
+    private static func parse<C: Command>(_ type: C.Type, _ arguments: [String]) throws -> C? {
+        let parsed = try ParsedArguments(arguments, options: type.configuration.options)
+        if parsed.wantsHelp {
+            print(help(for: type.configuration))
+            return nil
+        }
+        return try type.init(arguments: parsed)
     }
 
     /// Prints what went wrong; the exit status for it.

@@ -554,7 +554,6 @@ public final class ExecDenyShield: Shield {
     private func remark() -> [String: ShieldError] {
         var targetFiles: [Target: [TrustedPath]] = [:]
         var problemsByTarget: [Target: [String]] = [:]
-        var folders: Set<String> = []
         // Programs named by path first: nothing read from the application folders can delay them.
         let all = targets.values.reduce(into: Set<Target>(), { $0.formUnion($1) })
         // The folders whose new files wait for a judgement (see FolderGuard), the names a
@@ -570,16 +569,7 @@ public final class ExecDenyShield: Shield {
             if files.isEmpty && problems.isEmpty && target.kind == .executable {
                 all.append("\(target.value): not found")
             }
-            if target.kind == .executable, target.value.hasPrefix("/") {
-                folders.insert(parentFolder(target.value))
-                // A Python module's cache written there later is shielded at once.
-                if target.value.hasSuffix(".py") {
-                    folders.insert(parentFolder(target.value) + "/__pycache__")
-                }
-            }
             for file in files {
-                folders.insert(parentFolder(file.path))
-                if file.path.hasSuffix(".py") { folders.insert(parentFolder(file.path) + "/__pycache__") }
                 let id = FileID(device: file.device, inode: file.inode)
                 // Marked again on every recheck (adding a mark that is there is a no-op): a
                 // replaced file can reuse the inode number of one marked before, whose mark died
@@ -633,7 +623,10 @@ public final class ExecDenyShield: Shield {
             }
             marked[id] = nil
         }
-        // A desktop entry added or changed is noticed at once, not at the next tick.
+        // The folders of shielded files (and a Python module's `__pycache__`) are watched, so a
+        // file replaced or a cache written there is shielded at once; and a desktop entry added
+        // or changed is noticed at once, not at the next tick.
+        var folders = guarded.folders
         if all.contains(where: { $0.kind == .desktopCategory }) {
             for directory in applicationDirectories {
                 folders.formUnion(DesktopEntryReader.withSubfolders(directory))
@@ -709,11 +702,6 @@ public final class ExecDenyShield: Shield {
             let gone = Set(openers.byFile.keys).subtracting(watched).subtracting(wanted.keys)
             _ = openers.take(gone)
         }
-    }
-
-    private func parentFolder(_ path: String) -> String {
-        guard let slash = path.lastIndex(of: "/") else { return "." }
-        return slash == path.startIndex ? "/" : String(path[..<slash])
     }
 
     /// The files a target stands for, each with who controls the way to it (see

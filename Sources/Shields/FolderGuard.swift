@@ -108,7 +108,6 @@ final class FolderGuard: Sendable {
     private let judgement = Mutex<Judgement>(Judgement())
     private let privilegedGroup: UInt32?
     private let stopped = Atomic<Bool>(false)
-    private let refusals = Atomic<Int>(0)
     /// Guarded folders and the path each was marked through.
     private let folders = Mutex<[ExecDenyShield.FileID: String]>([:])
     /// What the last ``guardFolders(_:shielded:)`` asked for, and when the
@@ -152,9 +151,6 @@ final class FolderGuard: Sendable {
             waited += 1
         }
     }
-
-    /// Opens refused so far.
-    var refused: Int { refusals.load(ordering: .relaxed) }
 
     /// Guards exactly the folders of `plan` (missing ones are skipped): lists them, publishes
     /// what was found, then marks the new ones and unmarks those no longer guarded.
@@ -216,9 +212,6 @@ final class FolderGuard: Sendable {
         wanted.withLock { $0.due = youngest.map { $0 + Self.settle + 100_000_000 } }
         return ids
     }
-
-    /// The folders guarded now.
-    var guarded: Set<String> { folders.withLock { Set($0.values) } }
 
     /// Lists folder `path`: files under a shielded name that are not the marked file go into
     /// `held`, and the newest change of a young file into `youngest`. Returns the folder's
@@ -351,7 +344,6 @@ final class FolderGuard: Sendable {
                 var response = fanotify_response(fd: event.fd, response: verdict)
                 _ = withUnsafeBytes(of: &response) { write(group, $0.baseAddress, $0.count) }
                 close(event.fd)
-                if verdict == UInt32(FAN_DENY) { refusals.add(1, ordering: .relaxed) }
             }
         }
     }

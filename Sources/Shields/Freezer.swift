@@ -289,6 +289,16 @@ struct Freezer {
     struct AncestorWatch {
         private(set) var ancestors: [RunningProcess: Bool] = [:]
 
+        /// Stops every one of `processes` (so none can fork), kills them, and continues the
+        /// ancestors that stopped meanwhile.
+        static func stopAndKill(_ processes: [RunningProcess]) {
+            var watch = AncestorWatch()
+            for process in processes { watch.record(above: process) }
+            for process in processes { process.signal(SIGSTOP) }
+            for process in processes { process.signal(SIGKILL) }
+            watch.continueStopped(excluding: Set(processes))
+        }
+
         /// Records the ancestors of `process` (up to 64, never init or the daemon).
         mutating func record(above process: RunningProcess) {
             var child = process

@@ -296,11 +296,7 @@ final class Reaper: Sendable {
                 }
                 guard current(store) else { continue }
                 if overdue && store.action == .terminate {
-                    var watch = Freezer.AncestorWatch()
-                    for process in processes { watch.record(above: process) }
-                    for process in processes { process.signal(SIGSTOP) }
-                    for process in processes { process.signal(SIGKILL) }
-                    watch.continueStopped(excluding: Set(processes))
+                    Freezer.AncestorWatch.stopAndKill(processes)
                 } else {
                     act(on: processes, store.action)
                 }
@@ -327,11 +323,7 @@ final class Reaper: Sendable {
             else { continue }
             // The store whose file it holds decides: past its grace period, stopped and killed.
             if store.action == .terminate && now - store.since >= grace {
-                var watch = Freezer.AncestorWatch()
-                watch.record(above: process)
-                process.signal(SIGSTOP)
-                process.signal(SIGKILL)
-                watch.continueStopped(excluding: [process])
+                Freezer.AncestorWatch.stopAndKill([process])
             } else {
                 act(on: [process], store.action)
             }

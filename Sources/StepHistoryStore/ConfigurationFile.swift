@@ -2,7 +2,7 @@
 package import TypedJSON
 
 /// A configuration file that cannot be used: the file, and what is wrong where.
-public struct ConfigurationFileError: Error, CustomStringConvertible {
+public struct ConfigurationFileError: Error, Hashable, CustomStringConvertible {
     public var path: String
     public var message: String
     /// Where in the file, when known (from 1).

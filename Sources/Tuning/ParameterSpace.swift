@@ -1,5 +1,6 @@
 public import Foundation
 public import StepDetection
+public import StepHistoryStore
 import TypedJSON
 
 /// The bounds of one tunable detector parameter.
@@ -31,26 +32,9 @@ public struct ParameterBounds: Sendable, Hashable {
     }
 }
 
-/// A problem with a parameter space file: the file, the key, what was expected.
-public struct ParameterSpaceError: Error, Hashable, CustomStringConvertible {
-    public var path: String
-    public var message: String
-    /// Where in the file, when known (from 1).
-    public var line: Int?
-    public var column: Int?
-
-    public init(path: String, message: String, line: Int? = nil, column: Int? = nil) {
-        self.path = path
-        self.message = message
-        self.line = line
-        self.column = column
-    }
-
-    public var description: String {
-        guard let line, let column else { return "\(path): \(message)" }
-        return "\(path):\(line):\(column): \(message)"
-    }
-}
+/// A problem with a parameter space file: the file, where, the key and what was expected (the
+/// same error as any configuration file's).
+public typealias ParameterSpaceError = ConfigurationFileError
 
 /// The box the tuner searches: bounds for some detector parameters. Parameters not in the
 /// space keep the starting configuration's values.

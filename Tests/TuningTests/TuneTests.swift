@@ -1,6 +1,7 @@
 import Foundation
 import StepDetection
 import StepGateTestSupport
+import StepHistoryStore
 import Testing
 
 @testable import Tuning
