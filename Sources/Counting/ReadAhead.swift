@@ -73,14 +73,39 @@ struct ReadAhead: ~Copyable {
     }
 
     private let shared: Shared
-    private var thread = pthread_t()
+    private let thread: pthread_t
     private var taken = 0
     private var finished = false
 
-    /// Starts reading `reader` on a new thread; nil if no thread could be started (the caller
-    /// then reads on its own thread).
-    init?(_ reader: consuming RecordingReader) {
-        shared = Shared(reader)
+    /// What ``start(_:)`` made of a reader.
+    enum Started: ~Copyable {
+        /// The reader is being read on a thread of its own.
+        case reading(ReadAhead)
+        /// No thread could be started: the reader, given back untouched, to read on this one.
+        case notStarted(RecordingReader)
+    }
+
+    /// Starts reading `reader` on a new thread, or gives it back when no thread could be
+    /// started. The reader is moved, not copied, so its read buffer stays the only reference
+    /// to its memory: a copy would have made the reading thread allocate and fill a buffer of
+    /// its own (copy-on-write) before its first row.
+    static func start(_ reader: consuming RecordingReader) -> Started {
+        let shared = Shared(reader)
+        guard let thread = Self.spawn(shared) else {
+            return .notStarted(shared.reader.take()!)
+        }
+        return .reading(ReadAhead(shared: shared, thread: thread))
+    }
+
+    private init(shared: Shared, thread: pthread_t) {
+        self.shared = shared
+        self.thread = thread
+    }
+
+    /// Starts the reading thread on `shared`; nil if it could not be started (then the thread
+    /// never ran, and the reader is still in `shared`).
+    private static func spawn(_ shared: Shared) -> pthread_t? {
+        var thread = pthread_t()
         let context = Unmanaged.passRetained(shared).toOpaque()
         let started = pthread_create(
             &thread, nil,
@@ -93,6 +118,7 @@ struct ReadAhead: ~Copyable {
             Unmanaged<Shared>.fromOpaque(context).release()
             return nil
         }
+        return thread
     }
 
     /// Calls `body` with each batch in order, then returns how reading ended (rows skipped and

@@ -84,8 +84,11 @@ public func countSteps(
         }
     }
     let end: (skipped: SkippedRows, bytesRead: Int)
-    if readAhead, ReadAhead.worthwhile(fileSize: fileSize), var ahead = ReadAhead(reader) {
-        end = try ahead.forEachBatch(count)
+    if readAhead, ReadAhead.worthwhile(fileSize: fileSize) {
+        switch ReadAhead.start(consume reader) {
+        case .reading(var ahead): end = try ahead.forEachBatch(count)
+        case .notStarted(var reader): end = try ReadAhead.forEachBatch(reading: &reader, count)
+        }
     } else {
         end = try ReadAhead.forEachBatch(reading: &reader, count)
     }

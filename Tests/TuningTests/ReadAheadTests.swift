@@ -92,11 +92,13 @@ struct ReadAheadTests {
             do {
                 // All slots fill and the reading thread waits for a free one; dropping the
                 // reader must end that thread (or this test would hang).
-                let ahead = ReadAhead(reader)
-                let started = ahead != nil
-                #expect(started)
-                usleep(50_000)
-                _ = consume ahead
+                switch ReadAhead.start(reader) {
+                case .reading(let ahead):
+                    usleep(50_000)
+                    _ = consume ahead
+                case .notStarted:
+                    Issue.record("no reading thread could be started")
+                }
             }
         }
     }
