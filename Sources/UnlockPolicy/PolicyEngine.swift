@@ -39,6 +39,10 @@ public struct PolicyEngine: Sendable {
     /// Set by a reboot whose wall clock is behind the last saved reading: the amount.
     private var rebootClockBehind: Int64?
     private var retryAt: Int64?
+    /// Stores whose shield had failed and that the last reconcile asked for again. The driver
+    /// reports a failed apply or remove right after its batch, so when any other input comes
+    /// first, the attempt went through: their failure is no longer listed.
+    private var retrying: Set<String> = []
     /// While the daily cap refuses a store's gate: the ledger time from which it may not (recheck
     /// from then).
     private var capBlockedUntil: [String: Int64] = [:]
@@ -106,6 +110,12 @@ public struct PolicyEngine: Sendable {
     /// Feeds one input at one instant; returns the effects to carry out, in order.
     public mutating func handle(_ input: PolicyInput, at now: Instant) -> [PolicyEffect] {
         advanceClock(now)
+        if case .shieldReport(let store, .failed) = input {
+            retrying.remove(store)
+        } else if !retrying.isEmpty {
+            for store in retrying { clearShieldProblem(store) }
+            retrying.removeAll()
+        }
         var skipReconcile = false
         var answering: EffectFailure?
         switch input {
@@ -141,7 +151,7 @@ public struct PolicyEngine: Sendable {
                 applied[store] = selection.targets
                 knownApplied.insert(store)
                 shieldsDirty = true
-                problems.removeAll { Self.problemText($0).hasPrefix("shield for \(store) failed") }
+                clearShieldProblem(store)
             case .failed(let reason):
                 knownApplied.remove(store)
                 applied[store] = nil
@@ -1038,6 +1048,16 @@ public struct PolicyEngine: Sendable {
 
     /// Compares what the stores require with what the shields are known to have applied and
     /// returns only the difference. Targets another store requires are never removed.
+    /// Forgets that `store`'s shield failed.
+    private mutating func clearShieldProblem(_ store: String) {
+        problems.removeAll { Self.problemText($0).hasPrefix("shield for \(store) failed") }
+    }
+
+    /// Whether a failure of `store`'s shield is listed.
+    private func hasShieldProblem(_ store: String) -> Bool {
+        problems.contains { Self.problemText($0).hasPrefix("shield for \(store) failed") }
+    }
+
     private mutating func reconcile() -> [PolicyEffect] {
         shieldsDirty = false
         var required: [String: Set<Target>] = [:]
@@ -1065,6 +1085,12 @@ public struct PolicyEngine: Sendable {
             }
             if !drop.isEmpty {
                 effects.append(.remove(store: name, selection: Selection(targets: drop)))
+            }
+            // Not known after a failure: the store is asked for again in full, and its failure
+            // stays listed until that attempt is known to have gone through (see `retrying`),
+            // or at once when nothing of its own is left to enforce.
+            if !known, hasShieldProblem(name) {
+                if add.isEmpty && drop.isEmpty { clearShieldProblem(name) } else { retrying.insert(name) }
             }
             if configuration.store(named: name) == nil {
                 applied[name] = nil

@@ -310,8 +310,8 @@ public struct ScenarioRunner {
         throws(JSONPathError)
     {
         try o.rejectUnknownKeys(allowed: [
-            "shielded", "open", "owners", "emergencyRemaining", "problem", "events", "noEvents",
-            "unlockedUntil",
+            "shielded", "open", "owners", "emergencyRemaining", "problem", "noProblem", "events",
+            "noEvents", "unlockedUntil",
         ])
         let status = sim.engine.status(at: sim.instant)
         let configuration = sim.engine.configuration
@@ -379,6 +379,12 @@ public struct ScenarioRunner {
             throw JSONPathError(
                 path: "expect.problem",
                 message: "no problem mentions \"\(text)\"; problems: \(status.problems)")
+        }
+        if let text = try o.optionalString("noProblem"),
+            let listed = status.problems.first(where: { $0.contains(text) })
+        {
+            throw JSONPathError(
+                path: "expect.noProblem", message: "a problem mentions \"\(text)\": \(listed)")
         }
         if let until = try o.optionalObject("unlockedUntil") {
             for name in until.keys {

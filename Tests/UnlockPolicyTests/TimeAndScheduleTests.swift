@@ -298,7 +298,12 @@ struct ReconcileTests {
         #expect(failed.applies.isEmpty)
         #expect(failed.kinds == ["shield-failed"])
         clock.advance(minutes: 1.0 / 6)
+        #expect(engine.status(at: clock.now).problems.last?.contains("fanotify_mark") == true)
+        // The retry asks for the whole store again and no longer lists the old failure; a
+        // failing retry lists it again.
         #expect(engine.handle(.tick, at: clock.now).applies == ["games"])
+        #expect(!engine.status(at: clock.now).problems.contains { $0.contains("fanotify_mark") })
+        _ = engine.handle(.shieldReport(store: "games", .failed("fanotify_mark: EPERM")), at: clock.now)
         #expect(engine.status(at: clock.now).problems.last?.contains("fanotify_mark") == true)
     }
 }
