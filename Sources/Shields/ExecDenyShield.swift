@@ -777,10 +777,19 @@ public final class ExecDenyShield: Shield {
     /// names of a hand upgrade (`NAME.new`, `NAME.tmp`, `NAME.old`, `NAME.bak`, `NAME.orig`,
     /// `NAME~`, as `cp -b` and `install -b` make), and an editor's swap and auto-save files
     /// (Vim's `.NAME.swp` down to `.NAME.swa`, Emacs's `#NAME#`).
+    /// What upgrades, backups and editors append to a file's name: dpkg's and ucf's files beside
+    /// a conffile or program being replaced, the common backup suffixes, `cp --backup`'s `~` and
+    /// numbered `.~N~`, and rotated copies `.N` (numbered ones up to 9).
+    static let companionSuffixes: [String] =
+        [
+            ".dpkg-new", ".dpkg-tmp", ".dpkg-old", ".dpkg-dist", ".dpkg-bak", ".ucf-new", ".ucf-old",
+            ".ucf-dist", ".new", ".tmp", ".old", ".bak", ".backup", ".save", ".prev", ".orig", "~",
+        ] + (1...9).map { ".~\($0)~" } + (1...9).map { ".\($0)" }
+
     static func companionNames(of name: String) -> [String] {
         guard !name.isEmpty else { return [] }
-        return [".dpkg-new", ".dpkg-tmp", ".new", ".tmp", ".old", ".bak", ".orig", "~"].map { name + $0 }
-            + "abcdefghijklmnop".map { ".\(name).sw\($0)" } + ["#\(name)#"]
+        return Self.companionSuffixes.map { name + $0 } + "abcdefghijklmnop".map { ".\(name).sw\($0)" }
+            + ["#\(name)#"]
     }
 
     /// The path a program target names: itself when absolute, else the first executable file of
@@ -1077,11 +1086,16 @@ struct ProcessCredentials: Equatable {
 }
 
 /// Watches folders with inotify on a thread of its own and calls `onChange` when an entry in
-/// one of them is created, moved in or out, replaced, deleted or has its attributes changed.
+/// one of them is created, moved in or out, replaced, deleted or has its attributes changed, or
+/// when one of the folders is made again (its parent is watched for its name).
 final class FolderWatcher: Sendable {
     let onChange = Mutex<Callback<Void>?>(nil)
     private let fd: Int32
-    private let watches = Mutex<[String: Int32]>([:])
+    /// Per watched folder: its watch and the folder it was when watched (a folder moved aside
+    /// keeps its watch; the path's new folder needs one of its own).
+    private let watches = Mutex<[String: (descriptor: Int32, id: ExecDenyShield.FileID)]>([:])
+    /// Watches of the folders' parents: the names of watched folders in each.
+    private let parents = Mutex<[Int32: (path: String, names: Set<String>)]>([:])
     private let stopped = Atomic<Bool>(false)
 
     init?() {
@@ -1092,19 +1106,48 @@ final class FolderWatcher: Sendable {
         thread.start()
     }
 
-    /// Watches exactly `folders` (adding and removing watches as needed).
+    /// Watches exactly `folders` (adding and removing watches as needed), and their parents for
+    /// their names.
     func watch(_ folders: Set<String>) {
         let mask = UInt32(
             IN_CREATE | IN_MOVED_TO | IN_MOVED_FROM | IN_DELETE | IN_ATTRIB | IN_CLOSE_WRITE | IN_DELETE_SELF
                 | IN_MOVE_SELF)
         watches.withLock { current in
-            for (folder, descriptor) in current where !folders.contains(folder) {
-                inotify_rm_watch(fd, descriptor)
+            for (folder, watch) in current where !folders.contains(folder) {
+                inotify_rm_watch(fd, watch.descriptor)
                 current[folder] = nil
             }
-            for folder in folders where current[folder] == nil {
+            for folder in folders {
+                var info = stat()
+                guard stat(folder, &info) == 0 else { continue }
+                let id = ExecDenyShield.FileID(device: UInt64(info.st_dev), inode: UInt64(info.st_ino))
+                if let watch = current[folder] {
+                    if watch.id == id { continue }
+                    inotify_rm_watch(fd, watch.descriptor)
+                    current[folder] = nil
+                }
                 let descriptor = inotify_add_watch(fd, folder, mask)
-                if descriptor >= 0 { current[folder] = descriptor }
+                if descriptor >= 0 { current[folder] = (descriptor, id) }
+            }
+        }
+        var wantedParents: [String: Set<String>] = [:]
+        for folder in folders where folder != "/" {
+            guard let slash = folder.lastIndex(of: "/") else { continue }
+            let parent = slash == folder.startIndex ? "/" : String(folder[..<slash])
+            wantedParents[parent, default: []].insert(String(folder[folder.index(after: slash)...]))
+        }
+        parents.withLock { current in
+            for (descriptor, entry) in current where wantedParents[entry.path] == nil {
+                inotify_rm_watch(fd, descriptor)
+                current[descriptor] = nil
+            }
+            for (parent, names) in wantedParents {
+                // A folder also watched for its own entries keeps that watch's events (the same
+                // descriptor, its mask widened): the names filter only parents' events.
+                if watches.withLock({ $0[parent] != nil }) { continue }
+                let descriptor = inotify_add_watch(fd, parent, UInt32(IN_CREATE | IN_MOVED_TO | IN_ONLYDIR))
+                guard descriptor >= 0 else { continue }
+                current[descriptor] = (parent, names)
             }
         }
     }
@@ -1122,7 +1165,6 @@ final class FolderWatcher: Sendable {
             while true {
                 let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
                 if n <= 0 { break }
-                changed = true
                 // struct inotify_event { int wd; uint32_t mask, cookie, len; char name[]; }
                 var offset = 0
                 while offset + 16 <= n {
@@ -1130,13 +1172,29 @@ final class FolderWatcher: Sendable {
                         (
                             $0.loadUnaligned(fromByteOffset: offset, as: Int32.self),
                             $0.loadUnaligned(fromByteOffset: offset + 4, as: UInt32.self),
-                            $0.loadUnaligned(fromByteOffset: offset + 12, as: UInt32.self)
+                            Int($0.loadUnaligned(fromByteOffset: offset + 12, as: UInt32.self))
                         )
                     }
-                    if mask & UInt32(IN_IGNORED) != 0 {
-                        watches.withLock { current in current = current.filter { $0.value != wd } }
+                    if let names = parents.withLock({ $0[wd]?.names }) {
+                        // A parent's event counts only for the name of a watched folder.
+                        if length > 0, offset + 16 + length <= n {
+                            let name = buffer.withUnsafeBufferPointer { bytes in
+                                let start = offset + 16
+                                let end = bytes[start..<(start + length)].firstIndex(of: 0) ?? start + length
+                                return String(decoding: bytes[start..<end], as: UTF8.self)
+                            }
+                            if names.contains(name) { changed = true }
+                        }
+                        if mask & UInt32(IN_IGNORED) != 0 { parents.withLock { $0[wd] = nil } }
+                    } else {
+                        changed = true
+                        if mask & UInt32(IN_IGNORED) != 0 {
+                            watches.withLock { current in
+                                current = current.filter { $0.value.descriptor != wd }
+                            }
+                        }
                     }
-                    offset += 16 + Int(length)
+                    offset += 16 + length
                 }
             }
             if changed {

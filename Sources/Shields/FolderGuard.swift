@@ -114,8 +114,13 @@ final class FolderGuard: Sendable {
     /// folders are to be listed again for files that were young (nanoseconds since the epoch).
     private let wanted = Mutex<(plan: Plan, shielded: [ExecDenyShield.FileID: String], due: Int64?)>(
         (Plan(), [:], nil))
-    /// Held while the folders are listed.
+    /// Held while the folders are listed and marked.
     private let listing = Mutex<Int>(0)
+    /// Watches (inotify) of the guarded folders' parents, for a guarded folder made again (a
+    /// purge and reinstall, a folder moved aside and made anew): its watch descriptor, the
+    /// parent's path and the names of guarded folders in it.
+    private let notify: Int32
+    private let parents = Mutex<[Int32: (path: String, names: Set<String>)]>([:])
     /// Threads still running.
     private let running = Atomic<Int>(0)
 
@@ -127,6 +132,7 @@ final class FolderGuard: Sendable {
             UInt32(O_RDONLY | O_CLOEXEC))
         guard fd >= 0 else { return nil }
         group = fd
+        notify = inotify_init1(Int32(IN_CLOEXEC | IN_NONBLOCK))
         self.privilegedGroup = privilegedGroup
         for index in 0..<3 {
             running.add(1, ordering: .relaxed)
@@ -141,6 +147,7 @@ final class FolderGuard: Sendable {
 
     deinit {
         close(group)
+        if notify >= 0 { close(notify) }
     }
 
     func stop() {
@@ -157,7 +164,21 @@ final class FolderGuard: Sendable {
     /// `shielded`: the files the exec shield marked, and the path each was marked through.
     func guardFolders(_ plan: Plan, shielded: [ExecDenyShield.FileID: String]) {
         wanted.withLock { $0 = (plan, shielded, nil) }
-        let ids = list()
+        watchParents(of: plan.folders)
+        guardWanted()
+    }
+
+    /// Lists the wanted folders and marks them by what they are now (a folder made again under
+    /// a guarded path is a new one: it is marked, the old one's mark is left to die with it).
+    /// One at a time, so an older listing never unmarks what a newer one marked.
+    private func guardWanted() {
+        listing.withLock { _ in
+            let ids = listUnlocked()
+            mark(ids)
+        }
+    }
+
+    private func mark(_ ids: [ExecDenyShield.FileID: String]) {
         folders.withLock { current in
             for (id, path) in ids where current[id] == nil {
                 if fanotify_mark(group, UInt32(FAN_MARK_ADD | FAN_MARK_ONLYDIR), Self.marks, AT_FDCWD, path)
@@ -175,15 +196,66 @@ final class FolderGuard: Sendable {
         }
     }
 
-    /// Lists the wanted folders and publishes the judgement (before any mark is added: a file
-    /// made between the listing and its folder's mark is young, so refused); schedules the next
-    /// listing when young files were found. Returns the folders found, by identity.
-    @discardableResult
-    private func list() -> [ExecDenyShield.FileID: String] {
-        // One listing at a time, so an older one never publishes over a newer.
-        listing.withLock { _ in listUnlocked() }
+    /// Watches the parents of `folders` for a guarded folder that appears (made, or moved in):
+    /// it is guarded at once, on the listing thread, without waiting for the shield's next look.
+    private func watchParents(of folders: Set<String>) {
+        guard notify >= 0 else { return }
+        var wantedParents: [String: Set<String>] = [:]
+        for folder in folders where folder != "/" {
+            guard let slash = folder.lastIndex(of: "/") else { continue }
+            let parent = slash == folder.startIndex ? "/" : String(folder[..<slash])
+            wantedParents[parent, default: []].insert(String(folder[folder.index(after: slash)...]))
+        }
+        parents.withLock { current in
+            for (descriptor, entry) in current where wantedParents[entry.path] == nil {
+                inotify_rm_watch(notify, descriptor)
+                current[descriptor] = nil
+            }
+            for (parent, names) in wantedParents {
+                // The same folder gives the same descriptor: a moved or remade parent gets a new one.
+                let descriptor = inotify_add_watch(
+                    notify, parent, UInt32(IN_CREATE | IN_MOVED_TO | IN_ONLYDIR))
+                guard descriptor >= 0 else { continue }
+                for (other, entry) in current where entry.path == parent && other != descriptor {
+                    inotify_rm_watch(notify, other)
+                    current[other] = nil
+                }
+                current[descriptor] = (parent, names)
+            }
+        }
     }
 
+    /// Reads the parents' events; true when a guarded folder was made or moved in.
+    private func guardedFolderAppeared() -> Bool {
+        var appeared = false
+        let size = 4096
+        let buffer = UnsafeMutableRawPointer.allocate(byteCount: size, alignment: 8)
+        defer { buffer.deallocate() }
+        while true {
+            let n = read(notify, buffer, size)
+            guard n > 0 else { break }
+            // struct inotify_event { int wd; uint32_t mask, cookie, len; char name[]; }
+            var offset = 0
+            while offset + 16 <= n {
+                let wd = buffer.loadUnaligned(fromByteOffset: offset, as: Int32.self)
+                let mask = buffer.loadUnaligned(fromByteOffset: offset + 4, as: UInt32.self)
+                let length = Int(buffer.loadUnaligned(fromByteOffset: offset + 12, as: UInt32.self))
+                if mask & UInt32(IN_ISDIR) != 0, length > 0, offset + 16 + length <= n {
+                    let name = String(
+                        cString: buffer.advanced(by: offset + 16).assumingMemoryBound(to: CChar.self))
+                    if parents.withLock({ $0[wd]?.names.contains(name) ?? false }) { appeared = true }
+                }
+                if mask & UInt32(IN_IGNORED) != 0 { parents.withLock { $0[wd] = nil } }
+                offset += 16 + length
+            }
+        }
+        return appeared
+    }
+
+    /// Lists the wanted folders and publishes the judgement (before any mark is added: a file
+    /// made between the listing and its folder's mark is young, so refused); schedules the next
+    /// listing when young files were found. Returns the folders found, by identity. Called with
+    /// `listing` held.
     private func listUnlocked() -> [ExecDenyShield.FileID: String] {
         let (plan, shieldedPaths, _) = wanted.withLock { $0 }
         var next = Judgement()
@@ -196,13 +268,12 @@ final class FolderGuard: Sendable {
         var ids: [ExecDenyShield.FileID: String] = [:]
         var youngest: Int64?
         if !plan.folders.isEmpty {
-            var now = timespec()
-            clock_gettime(CLOCK_REALTIME, &now)
-            next.youngSince = Self.nanoseconds(now) - Self.settle
+            let now = Self.now()
+            next.youngSince = now - Self.settle
             for path in plan.folders.sorted() {
                 guard
                     let id = Self.list(
-                        path, plan: plan, judgement: &next, youngest: &youngest)
+                        path, plan: plan, now: now, judgement: &next, youngest: &youngest)
                 else { continue }
                 ids[id] = path
             }
@@ -217,7 +288,7 @@ final class FolderGuard: Sendable {
     /// `held`, and the newest change of a young file into `youngest`. Returns the folder's
     /// identity, or `nil` when it is not a folder that can be read.
     private static func list(
-        _ path: String, plan: Plan, judgement: inout Judgement, youngest: inout Int64?
+        _ path: String, plan: Plan, now: Int64, judgement: inout Judgement, youngest: inout Int64?
     ) -> ExecDenyShield.FileID? {
         let fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         guard fd >= 0 else { return nil }
@@ -239,7 +310,9 @@ final class FolderGuard: Sendable {
             guard let name, entryInfo.st_mode & S_IFMT == S_IFREG else { continue }
             let id = ExecDenyShield.FileID(device: UInt64(entryInfo.st_dev), inode: UInt64(entryInfo.st_ino))
             let changed = nanoseconds(entryInfo.st_ctim)
-            if changed >= judgement.youngSince { youngest = max(youngest ?? changed, changed) }
+            if changed >= judgement.youngSince, !predatesClock(changed, now: now) {
+                youngest = max(youngest ?? changed, changed)
+            }
             if judgement.shielded[id] != changed,
                 isShieldedName(name, inCacheFolder: !modules.isEmpty, names: names, modules: modules)
             {
@@ -260,11 +333,28 @@ final class FolderGuard: Sendable {
     }
 
     /// Whether an open of the file `id` (changed at `changed`) must wait for the shield's
-    /// judgement, as far as the file goes (the opener is looked at after).
-    func isHeldBack(_ id: ExecDenyShield.FileID, changed: Int64) -> Bool {
+    /// judgement at `now`, as far as the file goes (the opener is looked at after). A change
+    /// stamped later than `now` (and the clock's lag) was made before the clock was set back:
+    /// the file is as old as that, not young.
+    func isHeldBack(_ id: ExecDenyShield.FileID, changed: Int64, now: Int64) -> Bool {
         judgement.withLock {
-            $0.shielded[id] != changed && (changed >= $0.youngSince || $0.held.contains(id))
+            $0.shielded[id] != changed
+                && ((changed >= $0.youngSince && !Self.predatesClock(changed, now: now))
+                    || $0.held.contains(id))
         }
+    }
+
+    /// Whether a change stamped `changed` lies beyond `now` by more than the settling time: made
+    /// before the wall clock was set back (inode times come from the same clock, and no one can
+    /// set a change time by hand).
+    static func predatesClock(_ changed: Int64, now: Int64) -> Bool {
+        changed > now &+ settle
+    }
+
+    static func now() -> Int64 {
+        var now = timespec()
+        clock_gettime(CLOCK_REALTIME, &now)
+        return nanoseconds(now)
     }
 
     /// Whether `name` is a shielded file's name (or a companion's), or, in a `__pycache__`
@@ -294,14 +384,24 @@ final class FolderGuard: Sendable {
         return owner != 0 && opener.uids.count == 4 && opener.uids[3] == owner
     }
 
-    /// Lists the folders again when files found young have settled.
+    /// Guards a guarded folder made again at once, and lists the folders again when files found
+    /// young have settled.
     private func relist() {
+        // Ahead of ordinary work, like the responders: a folder made again is guarded before
+        // whoever made it has filled it.
+        if stepgate_set_thread_realtime(1) != 0 { _ = stepgate_set_thread_nice(-10) }
+        var poller = pollfd(fd: notify, events: Int16(POLLIN), revents: 0)
         while !stopped.load(ordering: .relaxed) {
-            usleep(100_000)
+            if notify >= 0 {
+                if poll(&poller, 1, 100) > 0, guardedFolderAppeared() {
+                    guardWanted()
+                    continue
+                }
+            } else {
+                usleep(100_000)
+            }
             guard let due = wanted.withLock({ $0.due }) else { continue }
-            var now = timespec()
-            clock_gettime(CLOCK_REALTIME, &now)
-            if Self.nanoseconds(now) >= due { list() }
+            if Self.now() >= due { guardWanted() }
         }
     }
 
@@ -329,7 +429,7 @@ final class FolderGuard: Sendable {
                 } else {
                     let id = ExecDenyShield.FileID(device: UInt64(info.st_dev), inode: UInt64(info.st_ino))
                     let changed = Self.nanoseconds(info.st_ctim)
-                    if isHeldBack(id, changed: changed),
+                    if isHeldBack(id, changed: changed, now: Self.now()),
                         !Self.mayOpen(
                             owner: info.st_uid, ProcessCredentials(pid: event.pid), group: privilegedGroup)
                     {

@@ -1106,6 +1106,86 @@ struct ExecDenyShieldTests {
         #expect(try asNobody("cat '\(program)' > /dev/null").status == 0)
     }
 
+    /// Found by an attack (round 16): root reinstalling a shielded program's whole folder while
+    /// it is locked (`rm -rf` and made again, or moved aside and made again): the guard's mark
+    /// and the shield's watch stayed with the old folder, the new one was neither guarded nor
+    /// watched, and a gated user opened (and copied) the new program there until the shield's
+    /// next retry, about 10 s later. Now the parent is watched for the folder's name: the new
+    /// folder is guarded as soon as it appears, and the shield is told to look.
+    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/setpriv"), "needs setpriv"))
+    func aShieldedFolderMadeAgainIsGuardedAtOnce() throws {
+        chmod(folder.path, 0o755)
+        let games = folder.appendingPathComponent("games").path
+        let game = games + "/game"
+        func install() throws {
+            #expect(mkdir(games, 0o755) == 0)
+            try FileManager.default.copyItem(atPath: "/bin/true", toPath: game)
+            chmod(game, 0o755)
+        }
+        try install()
+        let shield = try ExecDenyShield()
+        let looks = Atomic<Int>(0)
+        shield.onChange = { looks.add(1, ordering: .relaxed) }
+        try shield.apply([Target(kind: .executable, value: game)], context: ShieldContext(store: "games"))
+        #expect(try asNobody("cat '\(game)' > /dev/null").status != 0)
+        let readable = { (path: String) in (try? asNobody("cat '\(path)' > /dev/null").status) == 0 }
+        for (round, aside) in [(1, false), (2, true)] {
+            if aside {
+                #expect(rename(games, games + ".old") == 0)
+            } else {
+                try FileManager.default.removeItem(atPath: games)
+            }
+            usleep(300_000)  // the removal's own events have been seen
+            looks.store(0, ordering: .relaxed)
+            try install()
+            let notes = games + "/notes.txt"
+            try "notes\n".write(toFile: notes, atomically: false, encoding: .utf8)
+            chmod(notes, 0o644)
+            // No look by the shield in between: the guard alone holds the new folder.
+            #expect(!readable(game), "round \(round): the reinstalled program was open to a gated user")
+            #expect(try asNobody("'\(game)'").status != 0, "round \(round): the reinstalled program ran")
+            #expect(!readable(notes), "round \(round): a new file in the new folder was not held back")
+            for _ in 0..<40 where !readable(notes) { usleep(100_000) }
+            #expect(readable(notes), "round \(round): a settled file in the new folder stayed refused")
+            #expect(!readable(game), "round \(round): the settled program under its name was let go")
+            for _ in 0..<50 where looks.load(ordering: .relaxed) == 0 { usleep(10_000) }
+            #expect(looks.load(ordering: .relaxed) > 0, "round \(round): the shield was not told to look")
+            #expect(shield.recheck().isEmpty)
+            #expect(try run(game) == 126, "round \(round): the reinstalled program was not marked")
+        }
+        try? FileManager.default.removeItem(atPath: games + ".old")
+    }
+
+    /// Found by an attack (round 16): after root set the clock back, every file changed before
+    /// (within the hour it was set back by) looked changed in the future, so young, and the
+    /// guard refused unrelated files to gated users until the clock caught up.
+    @Test func aChangeFromBeforeTheClockWasSetBackIsNotYoung() throws {
+        chmod(folder.path, 0o755)
+        let notes = folder.appendingPathComponent("notes.txt").path
+        try "notes\n".write(toFile: notes, atomically: false, encoding: .utf8)
+        let folderGuard = try #require(FolderGuard(privilegedGroup: nil))
+        defer { folderGuard.stop() }
+        var plan = FolderGuard.Plan()
+        plan.add(program)
+        folderGuard.guardFolders(plan, shielded: [:])
+        var info = stat()
+        #expect(stat(notes, &info) == 0)
+        let id = ExecDenyShield.FileID(device: UInt64(info.st_dev), inode: UInt64(info.st_ino))
+        let changed = FolderGuard.nanoseconds(info.st_ctim)
+        let hour: Int64 = 3_600_000_000_000
+        #expect(folderGuard.isHeldBack(id, changed: changed, now: changed), "a file changed now is young")
+        #expect(
+            !folderGuard.isHeldBack(id, changed: changed, now: changed - hour),
+            "a change from before the clock was set back an hour is not young")
+        // A shielded name is held whatever its change time.
+        var programInfo = stat()
+        #expect(stat(program, &programInfo) == 0)
+        let programID = ExecDenyShield.FileID(
+            device: UInt64(programInfo.st_dev), inode: UInt64(programInfo.st_ino))
+        let programChanged = FolderGuard.nanoseconds(programInfo.st_ctim)
+        #expect(folderGuard.isHeldBack(programID, changed: programChanged, now: programChanged - hour))
+    }
+
     /// Found by an attack (round 15): the names of shielded files counted in every guarded
     /// folder, so an unrelated `game` beside another shielded program was refused to gated
     /// users for the whole lock.
@@ -1618,6 +1698,9 @@ struct FolderGuardTests {
             "game~", ".game.swp", ".game.swo", ".game.swa", "#game#", "gamelib.py", "gamelib.pyc",
             "gamelib.pyo",
             ".gamelib.py.swp", "gamelib.py.new",
+            // Found by an attack: root's backups under these names were open to a gated user.
+            "game.save", "game.backup", "game.dpkg-old", "game.dpkg-dist", "game.~1~", "game.1", "game.prev",
+            "gamelib.py.~3~", "gamelib.py.ucf-dist",
         ] {
             #expect(shielded(name), "\(name)")
         }
@@ -1628,7 +1711,10 @@ struct FolderGuardTests {
             #expect(shielded(name, cache: true), "\(name)")
             #expect(!shielded(name), "\(name) outside __pycache__")
         }
-        for name in ["game2", ".game.XXk3Qz", "sedAbC123", "games", "game.conf", ".game.swq"] {
+        for name in [
+            "game2", ".game.XXk3Qz", "sedAbC123", "games", "game.conf", ".game.swq", "game.10", "game.~10~",
+            "game.0",
+        ] {
             #expect(!shielded(name), "\(name)")
         }
         for name in [
