@@ -1130,21 +1130,18 @@ final class FolderWatcher: Sendable {
                 if descriptor >= 0 { current[folder] = (descriptor, id) }
             }
         }
-        var wantedParents: [String: Set<String>] = [:]
-        for folder in folders where folder != "/" {
-            guard let slash = folder.lastIndex(of: "/") else { continue }
-            let parent = slash == folder.startIndex ? "/" : String(folder[..<slash])
-            wantedParents[parent, default: []].insert(String(folder[folder.index(after: slash)...]))
-        }
+        // A parent that is itself a watched folder needs no watch of its own: its folder watch
+        // reports every entry (and inotify gives one path one descriptor, whose mask a second
+        // watch would replace).
+        let wantedParents = FolderGuard.parents(of: folders).filter { !folders.contains($0.key) }
+        let folderDescriptors = Set(watches.withLock { $0.values.map(\.descriptor) })
         parents.withLock { current in
-            for (descriptor, entry) in current where wantedParents[entry.path] == nil {
-                inotify_rm_watch(fd, descriptor)
+            for (descriptor, entry) in current
+            where wantedParents[entry.path] == nil || folderDescriptors.contains(descriptor) {
+                if !folderDescriptors.contains(descriptor) { inotify_rm_watch(fd, descriptor) }
                 current[descriptor] = nil
             }
             for (parent, names) in wantedParents {
-                // A folder also watched for its own entries keeps that watch's events (the same
-                // descriptor, its mask widened): the names filter only parents' events.
-                if watches.withLock({ $0[parent] != nil }) { continue }
                 let descriptor = inotify_add_watch(fd, parent, UInt32(IN_CREATE | IN_MOVED_TO | IN_ONLYDIR))
                 guard descriptor >= 0 else { continue }
                 current[descriptor] = (parent, names)
@@ -1175,7 +1172,8 @@ final class FolderWatcher: Sendable {
                             Int($0.loadUnaligned(fromByteOffset: offset + 12, as: UInt32.self))
                         )
                     }
-                    if let names = parents.withLock({ $0[wd]?.names }) {
+                    let isFolder = watches.withLock { $0.values.contains { $0.descriptor == wd } }
+                    if !isFolder, let names = parents.withLock({ $0[wd]?.names }) {
                         // A parent's event counts only for the name of a watched folder.
                         if length > 0, offset + 16 + length <= n {
                             let name = buffer.withUnsafeBufferPointer { bytes in

@@ -200,12 +200,7 @@ final class FolderGuard: Sendable {
     /// it is guarded at once, on the listing thread, without waiting for the shield's next look.
     private func watchParents(of folders: Set<String>) {
         guard notify >= 0 else { return }
-        var wantedParents: [String: Set<String>] = [:]
-        for folder in folders where folder != "/" {
-            guard let slash = folder.lastIndex(of: "/") else { continue }
-            let parent = slash == folder.startIndex ? "/" : String(folder[..<slash])
-            wantedParents[parent, default: []].insert(String(folder[folder.index(after: slash)...]))
-        }
+        let wantedParents = Self.parents(of: folders)
         parents.withLock { current in
             for (descriptor, entry) in current where wantedParents[entry.path] == nil {
                 inotify_rm_watch(notify, descriptor)
@@ -223,6 +218,17 @@ final class FolderGuard: Sendable {
                 current[descriptor] = (parent, names)
             }
         }
+    }
+
+    /// The parent folders of `folders` (the root has none), each with the names of those in it.
+    static func parents(of folders: Set<String>) -> [String: Set<String>] {
+        var parents: [String: Set<String>] = [:]
+        for folder in folders where folder != "/" {
+            guard let slash = folder.lastIndex(of: "/") else { continue }
+            let parent = slash == folder.startIndex ? "/" : String(folder[..<slash])
+            parents[parent, default: []].insert(String(folder[folder.index(after: slash)...]))
+        }
+        return parents
     }
 
     /// Reads the parents' events; true when a guarded folder was made or moved in.

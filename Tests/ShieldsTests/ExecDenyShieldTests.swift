@@ -431,7 +431,9 @@ struct ExecDenyShieldTests {
         func states() -> [Character?] {
             playing.map { RunningProcess(pid: $0.processIdentifier)?.state }
         }
-        for _ in 0..<50 where states().contains(where: { $0 != "T" }) { usleep(20_000) }
+        // The reaper stops them on its own round (at least once a second): up to 5 s on a
+        // loaded machine (a run of the whole suite beside another job once took over 1 s).
+        for _ in 0..<250 where states().contains(where: { $0 != "T" }) { usleep(20_000) }
         #expect(states().allSatisfy { $0 == "T" }, "\(states())")
         try shield.remove(targets, context: games)
         for _ in 0..<50 where states().contains(where: { $0 == "T" }) { usleep(20_000) }
