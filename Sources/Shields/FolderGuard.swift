@@ -38,6 +38,9 @@ final class FolderGuard: Sendable {
     /// from writing a temporary file to renaming it into place, and more than the coarse clock
     /// the kernel stamps inodes with lags by.
     static let settle: Int64 = 1_000_000_000
+    /// How long a shielded module's folder must have been left alone before the guard makes
+    /// its missing `__pycache__` (``Plan/makeCacheFolders()``).
+    static let quietBeforeCacheFolder: Int64 = 2_000_000_000
 
     /// What a listing found, read by the responders.
     struct Judgement: Sendable {
@@ -91,12 +94,21 @@ final class FolderGuard: Sendable {
         /// Makes the missing `__pycache__` folder of each shielded module whose folder is root's
         /// and writable by root alone (mode 0755, as Python makes it), so that it is guarded
         /// before a cache is ever written there: a folder Python made later would hold its
-        /// first cache before the shield could guard it.
+        /// first cache before the shield could guard it. Not while the folder is being filled
+        /// (changed in the last ``quietBeforeCacheFolder``): an installer copying a folder in
+        /// (`cp -r`, an install script's `mkdir __pycache__`) makes its own and would fail on
+        /// ours; a later look makes it once the folder is quiet.
         func makeCacheFolders() {
+            let now = FolderGuard.now()
             for folder in moduleFolders {
                 var info = stat()
                 guard stat(folder, &info) == 0, info.st_mode & S_IFMT == S_IFDIR, info.st_uid == 0,
                     info.st_mode & 0o022 == 0
+                else { continue }
+                let changed = FolderGuard.nanoseconds(info.st_ctim)
+                guard
+                    now - changed >= FolderGuard.quietBeforeCacheFolder
+                        || FolderGuard.predatesClock(changed, now: now)
                 else { continue }
                 let cache = folder == "/" ? "/__pycache__" : folder + "/__pycache__"
                 if mkdir(cache, 0o700) == 0 { _ = chmod(cache, 0o755) }

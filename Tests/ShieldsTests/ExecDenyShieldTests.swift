@@ -1158,6 +1158,32 @@ struct ExecDenyShieldTests {
         try? FileManager.default.removeItem(atPath: games + ".old")
     }
 
+    /// Found by an attack (round 16b): once a folder made again was noticed at once, the shield
+    /// made the missing `__pycache__` of a shielded module in it while root's reinstall was still
+    /// copying the folder in, and `cp -r` (or an install script's `mkdir __pycache__`) failed
+    /// on it. A folder being filled gets none from the shield.
+    @Test func aFolderBeingFilledGetsNoCacheFolderFromTheShield() throws {
+        chmod(folder.path, 0o755)
+        let mods = folder.appendingPathComponent("mods").path
+        let module = mods + "/gamelib.py"
+        let cache = mods + "/__pycache__"
+        #expect(mkdir(mods, 0o755) == 0)
+        try "print('played')\n".write(toFile: module, atomically: false, encoding: .utf8)
+        usleep(UInt32(FolderGuard.quietBeforeCacheFolder / 1000) + 100_000)
+        let shield = try ExecDenyShield()
+        try shield.apply([Target(kind: .executable, value: module)], context: ShieldContext(store: "games"))
+        #expect(FileManager.default.fileExists(atPath: cache), "a quiet module folder got no __pycache__")
+        // Reinstalled: removed, made again and filled, the shield looking in between.
+        try FileManager.default.removeItem(atPath: mods)
+        #expect(mkdir(mods, 0o755) == 0)
+        try "print('played')\n".write(toFile: module, atomically: false, encoding: .utf8)
+        _ = shield.recheck()
+        #expect(
+            !FileManager.default.fileExists(atPath: cache),
+            "the shield made __pycache__ in a folder being filled")
+        #expect(mkdir(cache, 0o755) == 0, "an installer could not make its own __pycache__")
+    }
+
     /// Found by an attack (round 16): after root set the clock back, every file changed before
     /// (within the hour it was set back by) looked changed in the future, so young, and the
     /// guard refused unrelated files to gated users until the clock caught up.
@@ -1231,6 +1257,9 @@ struct ExecDenyShieldTests {
         let library = folder.appendingPathComponent("lib").path
         #expect(mkdir(library, 0o755) == 0)
         try "print('played')\n".write(toFile: library + "/levels.py", atomically: false, encoding: .utf8)
+        // The shield makes a missing `__pycache__` only in a folder left alone for a while (not
+        // in one an installer is filling).
+        usleep(UInt32(FolderGuard.quietBeforeCacheFolder / 1000) + 100_000)
         let shield = try ExecDenyShield()
         let games = ShieldContext(store: "games")
         try shield.apply(
