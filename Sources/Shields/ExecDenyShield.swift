@@ -1087,14 +1087,15 @@ struct ProcessCredentials: Equatable {
 
 /// Watches folders with inotify on a thread of its own and calls `onChange` when an entry in
 /// one of them is created, moved in or out, replaced, deleted or has its attributes changed, or
-/// when one of the folders is made again (its parent is watched for its name).
+/// when one of the folders is made again (the folders above it are watched for the names on
+/// its path).
 final class FolderWatcher: Sendable {
     let onChange = Mutex<Callback<Void>?>(nil)
     private let fd: Int32
     /// Per watched folder: its watch and the folder it was when watched (a folder moved aside
     /// keeps its watch; the path's new folder needs one of its own).
     private let watches = Mutex<[String: (descriptor: Int32, id: ExecDenyShield.FileID)]>([:])
-    /// Watches of the folders' parents: the names of watched folders in each.
+    /// Watches of the folders above the watched ones: the names in each that lead to one.
     private let parents = Mutex<[Int32: (path: String, names: Set<String>)]>([:])
     private let stopped = Atomic<Bool>(false)
 
@@ -1106,8 +1107,8 @@ final class FolderWatcher: Sendable {
         thread.start()
     }
 
-    /// Watches exactly `folders` (adding and removing watches as needed), and their parents for
-    /// their names.
+    /// Watches exactly `folders` (adding and removing watches as needed), and the folders above
+    /// them for the names on their paths.
     func watch(_ folders: Set<String>) {
         let mask = UInt32(
             IN_CREATE | IN_MOVED_TO | IN_MOVED_FROM | IN_DELETE | IN_ATTRIB | IN_CLOSE_WRITE | IN_DELETE_SELF
@@ -1133,7 +1134,7 @@ final class FolderWatcher: Sendable {
         // A parent that is itself a watched folder needs no watch of its own: its folder watch
         // reports every entry (and inotify gives one path one descriptor, whose mask a second
         // watch would replace).
-        let wantedParents = FolderGuard.parents(of: folders).filter { !folders.contains($0.key) }
+        let wantedParents = FolderGuard.ancestors(of: folders).filter { !folders.contains($0.key) }
         let folderDescriptors = Set(watches.withLock { $0.values.map(\.descriptor) })
         parents.withLock { current in
             for (descriptor, entry) in current

@@ -128,7 +128,7 @@ final class FolderGuard: Sendable {
         (Plan(), [:], nil))
     /// Held while the folders are listed and marked.
     private let listing = Mutex<Int>(0)
-    /// Watches (inotify) of the guarded folders' parents, for a guarded folder made again (a
+    /// Watches (inotify) of the folders above the guarded ones, for a guarded folder made again (a
     /// purge and reinstall, a folder moved aside and made anew): its watch descriptor, the
     /// parent's path and the names of guarded folders in it.
     private let notify: Int32
@@ -208,11 +208,12 @@ final class FolderGuard: Sendable {
         }
     }
 
-    /// Watches the parents of `folders` for a guarded folder that appears (made, or moved in):
-    /// it is guarded at once, on the listing thread, without waiting for the shield's next look.
+    /// Watches the folders above `folders` for a guarded folder that appears (made, moved in,
+    /// or a folder above it replaced): it is guarded at once, on the listing thread, without
+    /// waiting for the shield's next look.
     private func watchParents(of folders: Set<String>) {
         guard notify >= 0 else { return }
-        let wantedParents = Self.parents(of: folders)
+        let wantedParents = Self.ancestors(of: folders)
         parents.withLock { current in
             for (descriptor, entry) in current where wantedParents[entry.path] == nil {
                 inotify_rm_watch(notify, descriptor)
@@ -232,15 +233,21 @@ final class FolderGuard: Sendable {
         }
     }
 
-    /// The parent folders of `folders` (the root has none), each with the names of those in it.
-    static func parents(of folders: Set<String>) -> [String: Set<String>] {
-        var parents: [String: Set<String>] = [:]
-        for folder in folders where folder != "/" {
-            guard let slash = folder.lastIndex(of: "/") else { continue }
-            let parent = slash == folder.startIndex ? "/" : String(folder[..<slash])
-            parents[parent, default: []].insert(String(folder[folder.index(after: slash)...]))
+    /// Every folder above `folders` (up to the root), each with the names in it that lead down
+    /// to one of them: a guarded folder arrives anew when any folder on its path is made, moved
+    /// in or swapped in (`/opt/arcade` replaced makes `/opt/arcade/bin` a new folder).
+    static func ancestors(of folders: Set<String>) -> [String: Set<String>] {
+        var ancestors: [String: Set<String>] = [:]
+        for folder in folders where folder.hasPrefix("/") {
+            var path = Substring(folder)
+            while path != "/", let slash = path.lastIndex(of: "/") {
+                let parent = slash == path.startIndex ? "/" : path[..<slash]
+                let name = path[path.index(after: slash)...]
+                if !name.isEmpty { ancestors[String(parent), default: []].insert(String(name)) }
+                path = parent
+            }
         }
-        return parents
+        return ancestors
     }
 
     /// Reads the parents' events; true when a guarded folder was made or moved in.

@@ -1158,6 +1158,41 @@ struct ExecDenyShieldTests {
         try? FileManager.default.removeItem(atPath: games + ".old")
     }
 
+    /// Found by an attack (round 16b): a folder above a shielded program's folder replaced whole
+    /// (`/opt/arcade` swapped for a prepared one, the program in `/opt/arcade/bin`) left the new
+    /// `bin` unguarded until the shield's next look: no watched folder saw anything. Every
+    /// folder on a guarded folder's path is watched for the names on it.
+    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/setpriv"), "needs setpriv"))
+    func aFolderAboveAShieldedFolderReplacedWholeIsGuarded() throws {
+        chmod(folder.path, 0o755)
+        let arcade = folder.appendingPathComponent("arcade").path
+        let game = arcade + "/bin/game"
+        let privateStage = folder.appendingPathComponent("stage").path
+        func prepare(_ root: String) throws {
+            #expect(mkdir(root, 0o755) == 0)
+            #expect(mkdir(root + "/bin", 0o755) == 0)
+            try FileManager.default.copyItem(atPath: "/bin/true", toPath: root + "/bin/game")
+            chmod(root + "/bin/game", 0o755)
+        }
+        try prepare(arcade)
+        let shield = try ExecDenyShield()
+        try shield.apply([Target(kind: .executable, value: game)], context: ShieldContext(store: "games"))
+        #expect(try asNobody("cat '\(game)' > /dev/null").status != 0)
+        // A new version prepared where the gated user cannot reach it, old enough to have
+        // settled, then moved in after the old one is moved aside.
+        #expect(mkdir(privateStage, 0o700) == 0)
+        try prepare(privateStage + "/arcade")
+        usleep(1_200_000)
+        #expect(rename(arcade, arcade + ".old") == 0)
+        #expect(rename(privateStage + "/arcade", arcade) == 0)
+        usleep(20_000)
+        #expect(
+            try asNobody("cat '\(game)' > /dev/null").status != 0,
+            "the program in a folder moved in whole was open to a gated user")
+        #expect(try asNobody("'\(game)'").status != 0)
+        try? FileManager.default.removeItem(atPath: arcade + ".old")
+    }
+
     /// Found by an attack (round 16b): once a folder made again was noticed at once, the shield
     /// made the missing `__pycache__` of a shielded module in it while root's reinstall was still
     /// copying the folder in, and `cp -r` (or an install script's `mkdir __pycache__`) failed
@@ -1706,6 +1741,13 @@ struct DesktopEntryTests {
 }
 
 struct FolderGuardTests {
+    @Test func theFoldersAboveGuardedFoldersAreWatchedForTheNamesOnTheirPaths() {
+        #expect(
+            FolderGuard.ancestors(of: ["/opt/arcade/bin", "/opt/games", "/usr/games", "/"]) == [
+                "/": ["opt", "usr"], "/opt": ["arcade", "games"], "/opt/arcade": ["bin"], "/usr": ["games"],
+            ])
+    }
+
     @Test func shieldedNamesAreTheFilesTheirCompanionsAndTheModulesCaches() {
         var plan = FolderGuard.Plan()
         plan.add("/opt/games/game")
