@@ -1156,18 +1156,11 @@ final class FolderWatcher: Sendable {
 
     private func run() {
         var buffer = [UInt8](repeating: 0, count: 8192)
-        // A mount on or above a watched folder changes what its path leads to, with no event in
-        // any folder: the mount table is watched too (POLLPRI on a change).
-        let mounts = open("/proc/self/mountinfo", O_RDONLY | O_CLOEXEC)
-        defer { if mounts >= 0 { close(mounts) } }
-        var pollers = [
-            pollfd(fd: fd, events: Int16(POLLIN), revents: 0),
-            pollfd(fd: mounts, events: Int16(POLLPRI), revents: 0),
-        ]
+        var poller = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
         while !stopped.load(ordering: .relaxed) {
-            guard poll(&pollers, 2, 100) > 0 else { continue }
-            var changed = pollers[1].revents & Int16(POLLPRI | POLLERR) != 0
-            while pollers[0].revents & Int16(POLLIN) != 0 {
+            guard poll(&poller, 1, 100) > 0 else { continue }
+            var changed = false
+            while true {
                 let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
                 if n <= 0 { break }
                 // struct inotify_event { int wd; uint32_t mask, cookie, len; char name[]; }

@@ -415,23 +415,15 @@ final class FolderGuard: Sendable {
         // Ahead of ordinary work, like the responders: a folder made again is guarded before
         // whoever made it has filled it.
         if stepgate_set_thread_realtime(1) != 0 { _ = stepgate_set_thread_nice(-10) }
-        // A file system mounted on a guarded folder (or above one) puts a new folder under its
-        // path, as a folder made again does: the mount table is watched too (it reports a change
-        // to `poll` as POLLPRI).
-        let mounts = open("/proc/self/mountinfo", O_RDONLY | O_CLOEXEC)
-        defer { if mounts >= 0 { close(mounts) } }
-        var pollers = [
-            pollfd(fd: notify, events: Int16(POLLIN), revents: 0),
-            pollfd(fd: mounts, events: Int16(POLLPRI), revents: 0),
-        ]
+        var poller = pollfd(fd: notify, events: Int16(POLLIN), revents: 0)
         while !stopped.load(ordering: .relaxed) {
-            if poll(&pollers, 2, 100) > 0 {
-                let appeared = pollers[0].revents & Int16(POLLIN) != 0 && guardedFolderAppeared()
-                let remounted = pollers[1].revents & Int16(POLLPRI | POLLERR) != 0
-                if appeared || remounted {
+            if notify >= 0 {
+                if poll(&poller, 1, 100) > 0, guardedFolderAppeared() {
                     guardWanted()
                     continue
                 }
+            } else {
+                usleep(100_000)
             }
             guard let due = wanted.withLock({ $0.due }) else { continue }
             if Self.now() >= due { guardWanted() }

@@ -1193,45 +1193,6 @@ struct ExecDenyShieldTests {
         try? FileManager.default.removeItem(atPath: arcade + ".old")
     }
 
-    /// Found by an attack (round 16c): a new version bind-mounted (or a file system mounted)
-    /// over a shielded program's folder while locked was open to a gated user until the next
-    /// tick, up to a minute, and `status` said nothing: a mount leaves no event in any folder.
-    /// The mount table is watched too.
-    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/setpriv"), "needs setpriv"))
-    func aFolderMountedOverAShieldedFolderIsGuarded() throws {
-        chmod(folder.path, 0o755)
-        let games = folder.appendingPathComponent("games").path
-        let game = games + "/game"
-        let stage = folder.appendingPathComponent("stage").path
-        for root in [games, stage] {
-            #expect(mkdir(root, 0o755) == 0)
-            try FileManager.default.copyItem(atPath: "/bin/true", toPath: root + "/game")
-            chmod(root + "/game", 0o755)
-        }
-        chmod(stage, 0o700)  // prepared where the gated user cannot reach it
-        usleep(1_200_000)  // settled
-        let shield = try ExecDenyShield()
-        let looks = Atomic<Int>(0)
-        shield.onChange = { looks.add(1, ordering: .relaxed) }
-        try shield.apply([Target(kind: .executable, value: game)], context: ShieldContext(store: "games"))
-        looks.store(0, ordering: .relaxed)
-        guard mount(stage, games, nil, UInt(MS_BIND), nil) == 0 else {
-            Issue.record("cannot bind-mount here: \(String(cString: strerror(errno)))")
-            return
-        }
-        defer { umount2(games, Int32(MNT_DETACH)) }
-        chmod(games, 0o755)  // the mounted folder (the stage) opened up, as a mount would show it
-        usleep(20_000)
-        #expect(
-            try asNobody("cat '\(game)' > /dev/null").status != 0,
-            "the program in a folder mounted over the shielded one was open to a gated user")
-        #expect(try asNobody("'\(game)'").status != 0)
-        for _ in 0..<50 where looks.load(ordering: .relaxed) == 0 { usleep(10_000) }
-        #expect(looks.load(ordering: .relaxed) > 0, "the shield was not told to look")
-        #expect(shield.recheck().isEmpty)
-        #expect(try run(game) == 126, "the mounted program was not marked")
-    }
-
     /// Found by an attack (round 16b): once a folder made again was noticed at once, the shield
     /// made the missing `__pycache__` of a shielded module in it while root's reinstall was still
     /// copying the folder in, and `cp -r` (or an install script's `mkdir __pycache__`) failed
