@@ -1096,7 +1096,7 @@ final class FolderWatcher: Sendable {
     /// keeps its watch; the path's new folder needs one of its own).
     private let watches = Mutex<[String: (descriptor: Int32, id: ExecDenyShield.FileID)]>([:])
     /// Watches of the folders above the watched ones: the names in each that lead to one.
-    private let parents = Mutex<[Int32: (path: String, names: Set<String>)]>([:])
+    private let parents = Mutex(AncestorWatches())
     private let stopped = Atomic<Bool>(false)
 
     init?() {
@@ -1136,18 +1136,7 @@ final class FolderWatcher: Sendable {
         // watch would replace).
         let wantedParents = FolderGuard.ancestors(of: folders).filter { !folders.contains($0.key) }
         let folderDescriptors = Set(watches.withLock { $0.values.map(\.descriptor) })
-        parents.withLock { current in
-            for (descriptor, entry) in current
-            where wantedParents[entry.path] == nil || folderDescriptors.contains(descriptor) {
-                if !folderDescriptors.contains(descriptor) { inotify_rm_watch(fd, descriptor) }
-                current[descriptor] = nil
-            }
-            for (parent, names) in wantedParents {
-                let descriptor = inotify_add_watch(fd, parent, UInt32(IN_CREATE | IN_MOVED_TO | IN_ONLYDIR))
-                guard descriptor >= 0 else { continue }
-                current[descriptor] = (parent, names)
-            }
-        }
+        parents.withLock { $0.update(wantedParents, fd: fd, others: folderDescriptors) }
     }
 
     func stop() {
@@ -1163,37 +1152,23 @@ final class FolderWatcher: Sendable {
             while true {
                 let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
                 if n <= 0 { break }
-                // struct inotify_event { int wd; uint32_t mask, cookie, len; char name[]; }
-                var offset = 0
-                while offset + 16 <= n {
-                    let (wd, mask, length) = buffer.withUnsafeBytes {
-                        (
-                            $0.loadUnaligned(fromByteOffset: offset, as: Int32.self),
-                            $0.loadUnaligned(fromByteOffset: offset + 4, as: UInt32.self),
-                            Int($0.loadUnaligned(fromByteOffset: offset + 12, as: UInt32.self))
-                        )
-                    }
-                    let isFolder = watches.withLock { $0.values.contains { $0.descriptor == wd } }
-                    if !isFolder, let names = parents.withLock({ $0[wd]?.names }) {
-                        // A parent's event counts only for the name of a watched folder.
-                        if length > 0, offset + 16 + length <= n {
-                            let name = buffer.withUnsafeBufferPointer { bytes in
-                                let start = offset + 16
-                                let end = bytes[start..<(start + length)].firstIndex(of: 0) ?? start + length
-                                return String(decoding: bytes[start..<end], as: UTF8.self)
-                            }
-                            if names.contains(name) { changed = true }
-                        }
-                        if mask & UInt32(IN_IGNORED) != 0 { parents.withLock { $0[wd] = nil } }
-                    } else {
-                        changed = true
-                        if mask & UInt32(IN_IGNORED) != 0 {
-                            watches.withLock { current in
-                                current = current.filter { $0.value.descriptor != wd }
+                buffer.withUnsafeBytes { bytes in
+                    AncestorWatches.forEachEvent(in: UnsafeRawBufferPointer(rebasing: bytes[..<n])) {
+                        descriptor, mask, name in
+                        let isFolder = watches.withLock { $0.values.contains { $0.descriptor == descriptor } }
+                        if !isFolder, parents.withLock({ $0.contains(descriptor) }) {
+                            // A parent's event counts only for a name on a watched folder's path.
+                            if parents.withLock({ $0.counts(descriptor, name: name) }) { changed = true }
+                            if mask & UInt32(IN_IGNORED) != 0 { parents.withLock { $0.forget(descriptor) } }
+                        } else {
+                            changed = true
+                            if mask & UInt32(IN_IGNORED) != 0 {
+                                watches.withLock { current in
+                                    current = current.filter { $0.value.descriptor != descriptor }
+                                }
                             }
                         }
                     }
-                    offset += 16 + length
                 }
             }
             if changed {

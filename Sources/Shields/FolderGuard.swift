@@ -132,7 +132,7 @@ final class FolderGuard: Sendable {
     /// purge and reinstall, a folder moved aside and made anew): its watch descriptor, the
     /// parent's path and the names of guarded folders in it.
     private let notify: Int32
-    private let parents = Mutex<[Int32: (path: String, names: Set<String>)]>([:])
+    private let parents = Mutex(AncestorWatches())
     /// Threads still running.
     private let running = Atomic<Int>(0)
 
@@ -213,24 +213,8 @@ final class FolderGuard: Sendable {
     /// waiting for the shield's next look.
     private func watchParents(of folders: Set<String>) {
         guard notify >= 0 else { return }
-        let wantedParents = Self.ancestors(of: folders)
-        parents.withLock { current in
-            for (descriptor, entry) in current where wantedParents[entry.path] == nil {
-                inotify_rm_watch(notify, descriptor)
-                current[descriptor] = nil
-            }
-            for (parent, names) in wantedParents {
-                // The same folder gives the same descriptor: a moved or remade parent gets a new one.
-                let descriptor = inotify_add_watch(
-                    notify, parent, UInt32(IN_CREATE | IN_MOVED_TO | IN_ONLYDIR))
-                guard descriptor >= 0 else { continue }
-                for (other, entry) in current where entry.path == parent && other != descriptor {
-                    inotify_rm_watch(notify, other)
-                    current[other] = nil
-                }
-                current[descriptor] = (parent, names)
-            }
-        }
+        let wanted = Self.ancestors(of: folders)
+        parents.withLock { $0.update(wanted, fd: notify) }
     }
 
     /// Every folder above `folders` (up to the root), each with the names in it that lead down
@@ -259,19 +243,14 @@ final class FolderGuard: Sendable {
         while true {
             let n = read(notify, buffer, size)
             guard n > 0 else { break }
-            // struct inotify_event { int wd; uint32_t mask, cookie, len; char name[]; }
-            var offset = 0
-            while offset + 16 <= n {
-                let wd = buffer.loadUnaligned(fromByteOffset: offset, as: Int32.self)
-                let mask = buffer.loadUnaligned(fromByteOffset: offset + 4, as: UInt32.self)
-                let length = Int(buffer.loadUnaligned(fromByteOffset: offset + 12, as: UInt32.self))
-                if mask & UInt32(IN_ISDIR) != 0, length > 0, offset + 16 + length <= n {
-                    let name = String(
-                        cString: buffer.advanced(by: offset + 16).assumingMemoryBound(to: CChar.self))
-                    if parents.withLock({ $0[wd]?.names.contains(name) ?? false }) { appeared = true }
+            parents.withLock { watches in
+                AncestorWatches.forEachEvent(in: UnsafeRawBufferPointer(start: buffer, count: n)) {
+                    descriptor, mask, name in
+                    if mask & UInt32(IN_ISDIR) != 0, watches.counts(descriptor, name: name) {
+                        appeared = true
+                    }
+                    if mask & UInt32(IN_IGNORED) != 0 { watches.forget(descriptor) }
                 }
-                if mask & UInt32(IN_IGNORED) != 0 { parents.withLock { $0[wd] = nil } }
-                offset += 16 + length
             }
         }
         return appeared

@@ -288,8 +288,10 @@ struct ExecDenyShieldTests {
             return .init(device: UInt64(info.st_dev), inode: UInt64(info.st_ino))
         }
         /// The process's state once it settles (signals are delivered asynchronously).
+        // Up to 2.5 s: the reaper stops on its own round (at least once a second), later on a
+        // machine loaded by the other suites.
         func state(_ process: Process, awaiting wanted: Character? = nil) -> Character? {
-            for _ in 0..<50 {
+            for _ in 0..<250 {
                 let now = RunningProcess(pid: process.processIdentifier)?.state
                 if wanted == nil || now == wanted { return now }
                 usleep(10_000)
