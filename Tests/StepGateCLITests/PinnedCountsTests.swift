@@ -95,8 +95,10 @@ struct PinnedCountsTests {
             let enumerator = FileManager.default.enumerator(atPath: folder.path)
             while let name = enumerator?.nextObject() as? String {
                 let base = (name as NSString).lastPathComponent
+                // Manifests and truth files are not recordings (ipol-waist/steps.csv is per-step truth).
                 guard name.hasSuffix(".csv"),
-                    !["manifest.csv", "detail.csv", "stats.csv", "stepcounter.csv"].contains(base)
+                    !["manifest.csv", "detail.csv", "stats.csv", "stepcounter.csv"].contains(base),
+                    name != "ipol-waist/steps.csv"
                 else { continue }
                 let path = folder.appendingPathComponent(name).standardizedFileURL.path
                 found.append(
