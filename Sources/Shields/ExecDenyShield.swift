@@ -506,7 +506,9 @@ public final class ExecDenyShield: Shield {
             for target in set {
                 let (found, problems) = resolve(target)
                 let ids = found.map { FileID(device: $0.device, inode: $0.inode) }
-                if !ids.isEmpty && problems.isEmpty
+                // A folder with no program in it yet is in force once its folder is guarded.
+                let emptyFolder = target.kind == .executable && ProgramEntry(target.value).isFolder
+                if (!ids.isEmpty || emptyFolder) && problems.isEmpty
                     && ids.allSatisfy({ files[$0] != nil && marked[$0] != nil })
                 {
                     result[store, default: []].insert(target)
@@ -563,10 +565,17 @@ public final class ExecDenyShield: Shield {
             + all.filter({ $0.kind == .desktopCategory }).sorted()
         {
             let (files, problems) = resolve(target)
-            if target.kind == .executable, let path = candidatePath(target.value) { guarded.add(path) }
+            if target.kind == .executable {
+                switch ProgramEntry(target.value) {
+                case .program(let name): if let path = candidatePath(name) { guarded.add(path) }
+                case .folder, .pattern: guarded.folders.formUnion(ProgramEntry(target.value).expand().folders)
+                }
+            }
             for file in files { guarded.add(file.path) }
             var all = problems
-            if files.isEmpty && problems.isEmpty && target.kind == .executable {
+            if files.isEmpty && problems.isEmpty && target.kind == .executable
+                && ProgramEntry(target.value).isProgram
+            {
                 all.append("\(target.value): not found")
             }
             for file in files {
@@ -709,7 +718,18 @@ public final class ExecDenyShield: Shield {
     func resolve(_ target: Target) -> (files: [TrustedPath], problems: [String]) {
         switch target.kind {
         case .executable:
-            return resolveProgram(target.value, extra: [])
+            let entry = ProgramEntry(target.value)
+            guard !entry.isProgram else { return resolveProgram(target.value, extra: []) }
+            // A folder or a pattern: each program it matches now, as if named on its own.
+            let (programs, _, problem) = entry.expand()
+            var files: [TrustedPath] = []
+            var problems = problem.map { [$0] } ?? []
+            for program in programs {
+                let (found, refused) = resolveProgram(program, extra: [])
+                files += found
+                problems += refused
+            }
+            return (files, problems)
         case .desktopCategory:
             return desktopPrograms(category: target.value)
         default:

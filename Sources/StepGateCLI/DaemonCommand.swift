@@ -71,7 +71,10 @@ struct DaemonCommand: Command {
             case .mqtt(let prefix):
                 print("input: steps counted by the host publishing under \(prefix), over MQTT")
             }
-            print("stores: \(configuration.policy.stores.map(\.name).joined(separator: ", "))")
+            print("stores:\(configuration.policy.stores.isEmpty ? " none" : "")")
+            for store in configuration.policy.stores {
+                print("  \(store.name): \(store.summary(zone: configuration.policy.timeZone))")
+            }
             print("shields:\(plan.isEmpty ? " none" : "")")
             for line in plan { print("  \(line)") }
             print(
@@ -103,19 +106,40 @@ struct DaemonCommand: Command {
         func used(_ kind: Target.Kind) -> [String] {
             c.policy.stores.filter { !$0.selection.targets.filter { $0.kind == kind }.isEmpty }.map(\.name)
         }
+        /// The stores named, or what it means that there are none.
+        func stores(_ names: [String]) -> String {
+            names.isEmpty ? "no store (none selects any)" : names.joined(separator: ", ")
+        }
         let root = geteuid() == 0
         if c.execShield {
             if !root { problems.append("shields.exec: the exec shield needs root (fanotify)") }
             plan.append(
                 "exec: denies running (to everyone) and opening (to all but root and the admin group) the "
-                    + "programs and desktop categories of \(Set(used(.executable) + used(.desktopCategory)).sorted().joined(separator: ", "))"
+                    + "programs and desktop categories of \(stores(Set(used(.executable) + used(.desktopCategory)).sorted()))"
             )
+            // Every entry resolved as the shield will resolve it: what would fail at run time
+            // fails here, and a folder or pattern says what it stands for now.
+            for store in c.policy.stores {
+                for entry in store.selection.executables {
+                    let (problem, matches) = ProgramEntry.check(entry)
+                    let path = "policy.stores.\(store.name).selection.executables"
+                    if let problem { problems.append("\(path): \(problem)") }
+                    guard !ProgramEntry(entry).isProgram, problem == nil else { continue }
+                    let names = matches.map { String($0.split(separator: "/").last ?? "") }
+                    let listed = names.prefix(8).joined(separator: ", ") + (names.count > 8 ? ", …" : "")
+                    plan.append(
+                        "exec: \(store.name): \(entry) is \(matches.count) program\(matches.count == 1 ? "" : "s") now"
+                            + (matches.isEmpty ? "" : " (\(listed))")
+                            + (ProgramEntry(entry).isFolder
+                                ? "; programs added there later are shielded too" : ""))
+                }
+            }
         }
         if let systemctl = c.systemctl {
             if runner.resolve(systemctl) == nil {
                 problems.append("shields.systemd.systemctl: \(systemctl): not found")
             }
-            plan.append("systemd: masks and stops the units of \(used(.systemdUnit).joined(separator: ", "))")
+            plan.append("systemd: masks and stops the units of \(stores(used(.systemdUnit)))")
         }
         if let domains = c.domains {
             let folder = String(domains.path[..<(domains.path.lastIndex(of: "/") ?? domains.path.startIndex)])
@@ -130,7 +154,7 @@ struct DaemonCommand: Command {
                 problems.append("shields.domains.reload: \(reload): not found")
             }
             plan.append(
-                "domains: blocks the domains of \(used(.domain).joined(separator: ", ")) in \(domains.path) "
+                "domains: blocks the domains of \(stores(used(.domain))) in \(domains.path) "
                     + "(\(domains.format.rawValue) format\(domains.format == .hosts ? "; subdomains other than www. are not covered" : ""))"
                     + (c.browserPolicies ? "; browsers' DNS over HTTPS kept off by policy" : ""))
         }

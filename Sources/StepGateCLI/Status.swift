@@ -48,7 +48,9 @@ struct Status: SynchronousCommand {
             if !store.owners.isEmpty { line += " (held by \(visible(store.owners.joined(separator: ", "))))" }
             if let until = store.unlockedUntil { line += ", unlocked until \(visible(until))" }
             if let until = store.emergencyUntil { line += ", emergency unlock until \(visible(until))" }
-            if let goal = store.nextGoal { line += ", \(store.steps)/\(goal) steps" }
+            if let goal = store.nextGoal {
+                line += ", \(store.steps)/\(goal) steps\(store.goalIsDaily == true ? " today" : "")"
+            }
             if let cap = store.dailyUnlockCap { line += ", \(store.unlocksToday)/\(cap) unlocks today" }
             if store.shieldHealth != "ok" { line += "\n  shield failing: \(visible(store.shieldHealth))" }
             if let note = store.note { line += "\n  \(visible(note))" }

@@ -39,6 +39,8 @@ package struct StatusReply: Codable, Sendable, Equatable {
         package var emergencyUntil: String?
         package var steps: Int
         package var nextGoal: Int?
+        /// `true` when `steps` and `nextGoal` are the local day's (a `stepsToday` goal).
+        package var goalIsDaily: Bool?
         package var stepsToGo: Int?
         package var unlocksToday: Int
         package var dailyUnlockCap: Int?

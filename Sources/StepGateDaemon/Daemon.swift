@@ -590,7 +590,8 @@ package final class Daemon {
                 name: s.name, shielded: s.shielded, owners: s.owners,
                 unlockedUntil: s.unlockedUntil.map(formatter.string(from:)),
                 emergencyUntil: s.emergencyUntil.map(formatter.string(from:)), steps: s.steps,
-                nextGoal: s.nextGoal, stepsToGo: s.nextGoal.map { max(0, $0 - s.steps) },
+                nextGoal: s.nextGoal, goalIsDaily: s.goalIsDaily ? true : nil,
+                stepsToGo: s.nextGoal.map { max(0, $0 - s.steps) },
                 unlocksToday: s.unlocksToday, dailyUnlockCap: s.dailyUnlockCap, note: s.note,
                 shieldHealth: shieldFailure(s.name) ?? "ok")
         }

@@ -65,8 +65,10 @@ public struct StoreConfiguration: Sendable, Hashable {
     }
 }
 
-/// The walking gate: while locked, reaching a goal tier's steps (counted from when the gate
-/// locked) unlocks the store for that tier's minutes; `dailyUnlockCap` limits unlocks per day.
+/// The walking gate: while locked, reaching a goal tier's steps unlocks the store for that tier's
+/// minutes; `dailyUnlockCap` limits unlocks per day. Its tiers are all of one kind: steps counted
+/// from when the gate locked (graduated: a higher tier lengthens the unlock), or the local day's
+/// steps (`daily`: each tier pays its minutes once a day, added to a running unlock).
 public struct GateConfiguration: Sendable, Hashable {
     /// Goal tiers, increasing in both steps and minutes.
     public var goals: [GoalTier]
@@ -80,18 +82,30 @@ public struct GateConfiguration: Sendable, Hashable {
     }
 }
 
-/// One step of a graduated goal: `steps` → an unlock window of `minutes`.
+/// One tier of a gate's goal: `steps` → an unlock window of `minutes`. A daily tier
+/// (`"stepsToday"` in the file) counts the steps of the local day, wherever they were walked.
 public struct GoalTier: Sendable, Hashable {
     /// Steps needed.
     public var steps: Int
     /// Length of the unlock window, in minutes.
     public var minutes: Int
+    /// Whether `steps` are the local day's steps (`stepsToday`) rather than those since the lock.
+    public var daily: Bool
 
     /// Creates a tier.
-    public init(steps: Int, minutes: Int) {
+    public init(steps: Int, minutes: Int, daily: Bool = false) {
         self.steps = steps
         self.minutes = minutes
+        self.daily = daily
     }
+
+    /// The key that names the tier's steps in the configuration file.
+    public var stepsKey: String { daily ? "stepsToday" : "steps" }
+}
+
+extension GateConfiguration {
+    /// Whether the gate's goals count the local day's steps.
+    public var isDaily: Bool { goals.first?.daily ?? false }
 }
 
 /// Days of the week; raw values follow `Calendar`'s weekday minus one (Sunday = 0).
@@ -226,10 +240,23 @@ extension PolicyConfiguration {
                 }
                 for (i, tier) in gate.goals.enumerated() {
                     let tierPath = "\(path).gate.goals[\(i)]"
-                    try checkSteps(tier.steps, path: "\(tierPath).steps")
+                    try checkSteps(tier.steps, path: "\(tierPath).\(tier.stepsKey)")
                     try checkMinutes(tier.minutes, path: "\(tierPath).minutes")
-                    if i > 0 {
-                        let previous = gate.goals[i - 1]
+                    guard i > 0 else { continue }
+                    let previous = gate.goals[i - 1]
+                    guard tier.daily == previous.daily else {
+                        throw JSONPathError(
+                            path: tierPath,
+                            message:
+                                "a gate's goals are all \"steps\" (since the lock) or all \"stepsToday\" (the day's)"
+                        )
+                    }
+                    if tier.daily {
+                        guard tier.steps > previous.steps else {
+                            throw JSONPathError(
+                                path: "\(tierPath).stepsToday", message: "daily goals must increase in steps")
+                        }
+                    } else {
                         guard tier.steps > previous.steps, tier.minutes > previous.minutes else {
                             throw JSONPathError(
                                 path: tierPath,
@@ -379,8 +406,18 @@ extension PolicyConfiguration {
             var goals: [GoalTier] = []
             for (value, path) in try gateReader.array("goals") {
                 let tier = try JSONObjectReader(value, path: path)
-                try tier.rejectUnknownKeys(allowed: ["steps", "minutes"])
-                goals.append(GoalTier(steps: try tier.int("steps"), minutes: try tier.int("minutes")))
+                try tier.rejectUnknownKeys(allowed: ["steps", "stepsToday", "minutes"])
+                let daily = tier.value("stepsToday") != nil
+                if daily, tier.value("steps") != nil {
+                    throw JSONPathError(
+                        path: path,
+                        message:
+                            "a goal has \"steps\" (since the lock) or \"stepsToday\" (the day's), not both")
+                }
+                goals.append(
+                    GoalTier(
+                        steps: try tier.int(daily ? "stepsToday" : "steps"), minutes: try tier.int("minutes"),
+                        daily: daily))
             }
             gate = GateConfiguration(
                 goals: goals, dailyUnlockCap: try gateReader.optionalInt("dailyUnlockCap"))
@@ -440,5 +477,48 @@ extension PolicyConfiguration {
         default:
             throw JSONPathError(path: path, message: "\(expected), found \(value.excerpt)")
         }
+    }
+}
+
+// MARK: - Summaries
+
+extension StoreConfiguration {
+    /// What holds the store and what lifts it, in one line for `daemon --check`: its gate's
+    /// goals, its schedules (zone: the schedule's, else `zone`, else the system's).
+    public func summary(zone: String?) -> String {
+        var parts: [String] = []
+        if let gate {
+            let tiers = gate.goals.enumerated().map { i, tier in
+                let steps = "\(tier.steps) steps\(tier.daily ? " today" : "")"
+                let more = tier.daily && i > 0 ? " more" : ""
+                return "\(steps) → \(tier.minutes) min\(more)"
+            }
+            var text = "locked until walked: " + tiers.joined(separator: ", ")
+            if let cap = gate.dailyUnlockCap { text += " (at most \(cap) unlocks a day)" }
+            parts.append(text)
+        }
+        for schedule in schedules {
+            var text =
+                "shielded \(schedule.start)–\(schedule.end) \(schedule.daysDescription) "
+                + "(\(schedule.name), \(schedule.timeZone ?? zone ?? "system time zone"))"
+            if let goal = schedule.goal {
+                text +=
+                    "; \(goal.steps) steps lift it "
+                    + (goal.minutes.map { "for \($0) min" } ?? "for the rest of the window")
+            }
+            parts.append(text)
+        }
+        if parts.isEmpty { parts.append("held only by manual locks") }
+        return parts.joined(separator: "; ")
+    }
+}
+
+extension ScheduleConfiguration {
+    /// `daily`, `weekdays`, `weekends` or the days' short names.
+    public var daysDescription: String {
+        if days.count == 7 { return "daily" }
+        if days == [.monday, .tuesday, .wednesday, .thursday, .friday] { return "weekdays" }
+        if days == [.saturday, .sunday] { return "weekends" }
+        return days.sorted().map(\.shortName).joined(separator: ", ")
     }
 }

@@ -395,6 +395,7 @@ public struct PolicyEngine: Sendable {
         needsEvaluation = false
         lastEvaluationWall = wall
         refreshSchedules()
+        rollDay()
         var ledgerEvent = Int64.max
         var wallEvent = scheduleCacheUntil
         let ledger = state.ledger
@@ -481,10 +482,14 @@ public struct PolicyEngine: Sendable {
             state.emergencyUses.removeAll { now - $0.stamp.ledger > 30 * millisPerDay }
             dirty = true
         }
-        nextLedgerEvent = ledgerEvent
-        nextWallEvent = wallEvent
         // Every running timed window noted its ledger end.
         timedWindowRunning = ledgerEvent != .max
+        if hasDailyGoals, let today = state.today {
+            // Wake at the day's end, so status and the household show the new day's goal.
+            ledgerEvent = min(ledgerEvent, today.endsLedger + state.unproven)
+        }
+        nextLedgerEvent = ledgerEvent
+        nextWallEvent = wallEvent
         updateDesired()
         warnBeforeRelocks()
     }
@@ -664,6 +669,13 @@ public struct PolicyEngine: Sendable {
     }
 
     private func defaultAddReason(_ owner: String, store: StoreConfiguration, state s: StoreState) -> String {
+        if owner == "gate", let gate = store.gate, gate.isDaily {
+            let paid = s.dailyPaid
+            if paid < gate.goals.count {
+                return "locked until \(gate.goals[paid].steps) steps are walked today"
+            }
+            return "locked until tomorrow: today's goals are met (\(gate.goals[0].steps) steps tomorrow)"
+        }
         if owner == "gate" {
             let goal = store.gate?.goals.first?.steps ?? 0
             return "locked until \(goal) steps are walked"
@@ -695,9 +707,13 @@ public struct PolicyEngine: Sendable {
 
     private mutating func countSteps(_ count: Int) {
         let n = min(count, 1_000_000_000)
+        rollDay()
+        if let steps = state.today?.steps { state.today?.steps = min(steps + n, 1_000_000_000_000) }
         for store in configuration.stores {
             let name = store.name
-            if let gate = store.gate {
+            if let gate = store.gate, gate.isDaily {
+                payDailyGoals(store: name, gate: gate)
+            } else if let gate = store.gate {
                 let g = Self.addSteps(n, to: &state.stores[name, default: StoreState()].gate)
                 dirty = true
                 let next = g.tier + 1 < gate.goals.count ? gate.goals[max(0, g.tier + 1)].steps : Int.max
@@ -776,19 +792,95 @@ public struct PolicyEngine: Sendable {
             capBlockedUntil[name] = cap == 0 ? .max : counted[counted.count - cap]
             return
         }
+        state.stores[name]?.gate.tier = reached
+        startGateUnlock(
+            store: name, length: length,
+            reason: "walked \(g.steps) steps (goal \(tier.steps)): unlocked for \(tier.minutes) min")
+    }
+
+    /// Opens the gate's unlock window now and records it for the daily cap.
+    private mutating func startGateUnlock(store name: String, length: Int64, reason: String) {
         state.stores[name]?.gate.window = TimedWindow(
             startWall: wall, startLedger: state.ledger, length: length, wallBound: true)
-        state.stores[name]?.gate.tier = reached
         let r = resolver(for: nil)
-        let provenNow = restraintLedger
-        state.stores[name]?.unlocks.append(
-            GateUnlock(
-                wall: wall, ledger: provenNow,
-                dayEnd: r.instant(local: (r.localDay(wall) + 1) * millisPerDay)))
-        pendingReasons["\(name)|gate"] = (
-            "walked \(g.steps) steps (goal \(tier.steps)): unlocked for \(tier.minutes) min", wall + length
-        )
+        let unlock = GateUnlock(
+            wall: wall, ledger: restraintLedger,
+            dayEnd: r.instant(local: (r.localDay(wall) + 1) * millisPerDay))
+        state.stores[name]?.unlocks.append(unlock)
+        pendingReasons["\(name)|gate"] = (reason, wall + length)
         needsEvaluation = true
+    }
+
+    // MARK: - Daily goals
+
+    /// Whether any gate counts the day's steps.
+    private var hasDailyGoals: Bool { configuration.stores.contains { $0.gate?.isDaily ?? false } }
+
+    /// The local day's tiers a daily gate has not paid yet and that today's steps reach.
+    private func dailyTiersDue(store name: String, gate: GateConfiguration) -> ArraySlice<GoalTier> {
+        let steps = state.today?.steps ?? 0
+        let paid = min(state.stores[name]?.dailyPaid ?? 0, gate.goals.count)
+        let reached = gate.goals.prefix { $0.steps <= steps }.count
+        return reached > paid ? gate.goals[paid..<reached] : []
+    }
+
+    /// Pays a daily gate's tiers that today's steps reached: each once a day, its minutes added to
+    /// a running unlock or opening one (subject to the daily cap).
+    private mutating func payDailyGoals(store name: String, gate: GateConfiguration) {
+        let due = dailyTiersDue(store: name, gate: gate)
+        guard let goal = due.last?.steps else { return }
+        let steps = state.today?.steps ?? 0
+        state.stores[name, default: StoreState()].dailyPaid = due.endIndex
+        dirty = true
+        let minutes = min(due.reduce(0) { $0 + $1.minutes }, maximumWindowMinutes)
+        let length = Self.millis(minutes: minutes)
+        if var w = state.stores[name]?.gate.window {
+            w.length = min(w.length + length, Self.millis(minutes: maximumWindowMinutes))
+            // The warnings before the new end that are still ahead are due again.
+            w.warned = w.remaining(ledger: state.ledger, wall: wall)
+            state.stores[name]?.gate.window = w
+            let until = wall + w.remaining(ledger: state.ledger, wall: wall)
+            notices.append(
+                PolicyNotice(
+                    kind: .unlockExtended, store: name, owner: "gate", until: dateFromMillis(until),
+                    reason: "walked \(steps) steps today (goal \(goal) today): \(minutes) min more"))
+            needsEvaluation = true
+            return
+        }
+        if let cap = gate.dailyUnlockCap, countedUnlocks(store: name).count >= cap {
+            notices.append(
+                PolicyNotice(
+                    kind: .refused, store: name, owner: "gate",
+                    reason:
+                        "walked \(steps) steps today (goal \(goal) today), but the daily unlock cap of \(cap) is reached"
+                ))
+            return
+        }
+        startGateUnlock(
+            store: name, length: length,
+            reason: "walked \(steps) steps today (goal \(goal) today): unlocked for \(minutes) min")
+    }
+
+    /// Starts a new local day for the daily goals once the current one has ended in proven
+    /// elapsed time. A day ends at its local midnight in the zone in force when it began, measured
+    /// in elapsed time, like the daily cap's days: a clock set forward or a zone change does not
+    /// end it early, and a reboot's unproven credit does not end it at all. A wall clock still on
+    /// (or before) the day that ended was set back: the new day is the next one, a whole day long.
+    private mutating func rollDay() {
+        let proven = restraintLedger
+        if let today = state.today, proven < today.endsLedger { return }
+        let r = resolver(for: nil)
+        var day = r.localDay(wall)
+        var length = r.instant(local: (day + 1) * millisPerDay) - wall
+        if let ended = state.today, day <= ended.day {
+            day = ended.day + 1
+            length = millisPerDay
+        }
+        state.today = DayTally(day: day, endsLedger: proven + min(max(length, 1), 2 * millisPerDay))
+        for name in Array(state.stores.keys) where state.stores[name]?.dailyPaid != 0 {
+            state.stores[name]?.dailyPaid = 0
+        }
+        dirty = true
     }
 
     /// The gate unlocks that count toward today's cap: each counts until the end of the local
@@ -983,6 +1075,8 @@ public struct PolicyEngine: Sendable {
             if let gate = store.gate, fixed.gate.tier >= gate.goals.count {
                 fixed.gate.tier = gate.goals.count - 1
             }
+            fixed.dailyPaid =
+                store.gate?.isDaily == true ? min(fixed.dailyPaid, store.gate?.goals.count ?? 0) : 0
             if fixed != s { state.stores[name] = fixed }
         }
     }
@@ -1142,7 +1236,11 @@ public struct PolicyEngine: Sendable {
                 entry.emergencyUntil = dateFromMillis(
                     wall + e.window.remaining(ledger: state.ledger, wall: wall))
             }
-            if let gate = store.gate {
+            if let gate = store.gate, gate.isDaily {
+                entry.steps = state.today?.steps ?? 0
+                entry.goalIsDaily = true
+                entry.nextGoal = gate.goals.dropFirst(s.dailyPaid).first?.steps
+            } else if let gate = store.gate {
                 entry.nextGoal = gate.goals.first { $0.steps > s.gate.steps }?.steps
             }
             if store.selection.isEmpty, !(d?.owners.isEmpty ?? true) {

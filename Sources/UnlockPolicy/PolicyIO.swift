@@ -141,10 +141,12 @@ public struct PolicyStatus: Sendable, Hashable, CustomStringConvertible {
         public var unlockedUntil: Date?
         /// When the emergency unlock ends, while one runs.
         public var emergencyUntil: Date?
-        /// Steps counted toward the gate's goal since it locked.
+        /// Steps counted toward the gate's goal: since it locked, or today's for a daily gate.
         public var steps: Int
         /// Steps needed for the next goal tier, if there is one.
         public var nextGoal: Int?
+        /// Whether the goal counts the local day's steps (`stepsToday`).
+        public var goalIsDaily = false
         /// Gate unlocks today, and the cap if any.
         public var unlocksToday: Int
         /// The daily cap, if any.
@@ -171,7 +173,7 @@ public struct PolicyStatus: Sendable, Hashable, CustomStringConvertible {
             if let until = s.emergencyUntil {
                 line += ", emergency until \(formatISO8601(millisFromDate(until)))"
             }
-            if let goal = s.nextGoal { line += ", \(s.steps)/\(goal) steps" }
+            if let goal = s.nextGoal { line += ", \(s.steps)/\(goal) steps\(s.goalIsDaily ? " today" : "")" }
             if let note = s.note { line += " — \(note)" }
             lines.append(line)
         }

@@ -1,4 +1,5 @@
 public import Foundation
+import StepHistoryStore
 import TypedJSON
 
 /// A window of elapsed time: an unlock, a manual lock or an emergency unlock.
@@ -82,8 +83,22 @@ struct GateUnlock: Sendable, Hashable {
     var dayEnd: Int64
 }
 
+/// The local day's steps, for daily goals. The day ends when `endsLedger` of proven elapsed time
+/// is reached (its local midnight, in the zone in force when it began, measured in elapsed time),
+/// so neither a clock set forward nor a zone change starts a new day early.
+struct DayTally: Sendable, Hashable {
+    /// The local day number (days since 1970-01-01 in the zone in force when it began).
+    var day: Int64
+    /// Steps counted on it.
+    var steps = 0
+    /// The proven elapsed time (`ledger - unproven`) at which it ends.
+    var endsLedger: Int64
+}
+
 struct StoreState: Sendable, Hashable {
     var gate = GateState()
+    /// How many of a daily gate's tiers have paid out on the current day.
+    var dailyPaid = 0
     var unlocks: [GateUnlock] = []
     var manualLock: HeldWindow?
     var emergency: HeldWindow?
@@ -106,8 +121,9 @@ public struct EmergencyUse: Sendable, Hashable {
 /// (`PolicyState.encoded()`); see `docs/policy.md` ("State file").
 public struct PolicyState: Sendable, Hashable {
     /// The state-file format this build writes. Version 2 added `warnedSeconds` to windows (the
-    /// relock warnings already given); version 1 files are read as version 2 without any.
-    public static let currentVersion = 2
+    /// relock warnings already given), version 3 the day's steps (`today`, `dailyPaid`); older
+    /// files are read as the current version without them.
+    public static let currentVersion = 3
 
     /// Elapsed time observed by the engine, in milliseconds: advances with the boot clock within
     /// a boot, and by the larger of the wall-clock gap and the new boot's uptime across a reboot.
@@ -128,6 +144,8 @@ public struct PolicyState: Sendable, Hashable {
     /// Skipped occurrence ids and the wall time their occurrence ends.
     var skips: [String: Int64] = [:]
     var emergencyUses: [EmergencyUse] = []
+    /// The local day's steps; `nil` before the first evaluation.
+    var today: DayTally?
 
     /// A fresh state: every gate locked, nothing skipped, the emergency allowance full.
     public init() {}
@@ -225,6 +243,7 @@ extension PolicyState {
             ]
             if let since = s.gate.lockedSince { gate.append(("lockedSince", instant(since))) }
             if let w = s.gate.window { gate.append(("unlock", w.json)) }
+            if s.dailyPaid > 0 { gate.append(("dailyPaid", .number(Double(s.dailyPaid), isInteger: true))) }
             var members: [(String, JSONValue)] = [
                 ("gate", .object(gate)),
                 (
@@ -283,6 +302,17 @@ extension PolicyState {
                 ))
         }
         if let systemZone { root.append(("systemTimeZone", .string(systemZone))) }
+        if let today {
+            root.append(
+                (
+                    "today",
+                    .object([
+                        ("day", .string(StepHistory.dayLabel(today.day))),
+                        ("steps", .number(Double(today.steps), isInteger: true)),
+                        ("endsElapsedSeconds", seconds(today.endsLedger)),
+                    ])
+                ))
+        }
         root.append(("stores", .object(storeMembers)))
         root.append(
             (
@@ -323,7 +353,8 @@ extension PolicyState {
             guard version >= 1 else {
                 throw JSONPathError(path: "version", message: "unsupported version \(version)")
             }
-            // Version 1 is version 2 without `warnedSeconds`: one reader for both.
+            // Versions 1 and 2 are version 3 without `warnedSeconds`, `today` and `dailyPaid`: one
+            // reader for all.
             return try decodeV1(root)
         } catch let error as PolicyStateError {
             throw error
@@ -337,7 +368,7 @@ extension PolicyState {
     private static func decodeV1(_ root: JSONObjectReader) throws(JSONPathError) -> PolicyState {
         try root.rejectUnknownKeys(allowed: [
             "version", "elapsedSeconds", "unprovenSeconds", "unprovenReboot", "lastSeen", "systemTimeZone",
-            "stores", "skips", "emergencyUses",
+            "stores", "skips", "emergencyUses", "today",
         ])
         var state = PolicyState()
         state.ledger = try readSeconds(root, "elapsedSeconds")
@@ -365,13 +396,25 @@ extension PolicyState {
             }
             state.systemZone = zone
         }
+        if let t = try root.optionalObject("today") {
+            try t.rejectUnknownKeys(allowed: ["day", "steps", "endsElapsedSeconds"])
+            let text = try t.string("day")
+            guard let day = StepHistory.day(from: text) else {
+                throw JSONPathError(
+                    path: t.childPath("day"), message: "expected YYYY-MM-DD, found \"\(text)\"")
+            }
+            state.today = DayTally(
+                day: day, steps: try t.int("steps", minimum: 0),
+                endsLedger: try readSeconds(t, "endsElapsedSeconds"))
+        }
         let stores = try root.object("stores")
         for name in stores.keys {
             let r = try stores.object(name)
             try r.rejectUnknownKeys(allowed: ["gate", "unlocks", "manualLock", "emergency", "occurrences"])
             var s = StoreState()
             let g = try r.object("gate")
-            try g.rejectUnknownKeys(allowed: ["steps", "tier", "lockedSince", "unlock"])
+            try g.rejectUnknownKeys(allowed: ["steps", "tier", "lockedSince", "unlock", "dailyPaid"])
+            if g.value("dailyPaid") != nil { s.dailyPaid = try g.int("dailyPaid", minimum: 0) }
             s.gate.steps = try g.int("steps", minimum: 0)
             s.gate.tier = try g.int("tier", minimum: -2)
             if g.value("lockedSince") != nil { s.gate.lockedSince = try readInstant(g, "lockedSince") }

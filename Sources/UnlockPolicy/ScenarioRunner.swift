@@ -281,6 +281,7 @@ public struct ScenarioRunner {
                 ("steps", .number(Double(s.steps), isInteger: true)),
             ]
             if let goal = s.nextGoal { fields.append(("nextGoal", .number(Double(goal), isInteger: true))) }
+            if s.goalIsDaily { fields.append(("goalIsDaily", .bool(true))) }
             if let d = s.unlockedUntil {
                 fields.append(("unlockedUntil", .string(formatISO8601(millisFromDate(d)))))
             }
@@ -311,7 +312,7 @@ public struct ScenarioRunner {
     {
         try o.rejectUnknownKeys(allowed: [
             "shielded", "open", "owners", "emergencyRemaining", "problem", "noProblem", "events",
-            "noEvents", "unlockedUntil",
+            "noEvents", "unlockedUntil", "steps", "nextGoal",
         ])
         let status = sim.engine.status(at: sim.instant)
         let configuration = sim.engine.configuration
@@ -396,6 +397,30 @@ public struct ScenarioRunner {
                     throw JSONPathError(
                         path: "expect.unlockedUntil.\(name)",
                         message: "unlocked until \(actual ?? "never"), expected \(text)")
+                }
+            }
+        }
+        if let steps = try o.optionalObject("steps") {
+            for name in steps.keys {
+                let expected = try steps.int(name)
+                let actual = try store(name, "expect.steps").steps
+                guard actual == expected else {
+                    throw JSONPathError(
+                        path: "expect.steps.\(name)",
+                        message: "\(actual) steps toward the goal, expected \(expected)")
+                }
+            }
+        }
+        if let goals = try o.optionalObject("nextGoal") {
+            for name in goals.keys {
+                let expected = try goals.optionalInt(name)
+                let actual = try store(name, "expect.nextGoal").nextGoal
+                guard actual == expected else {
+                    throw JSONPathError(
+                        path: "expect.nextGoal.\(name)",
+                        message:
+                            "next goal \(actual.map(String.init) ?? "none"), expected \(expected.map(String.init) ?? "none")"
+                    )
                 }
             }
         }

@@ -1508,6 +1508,47 @@ struct ExecDenyShieldTests {
         #expect(try run(program) == 126)
     }
 
+    /// A folder entry (`DIR/`) shields every program in the folder, and one installed there while
+    /// the store is shielded is shielded as soon as the owner looks again, which the folder's
+    /// watch asks for at once; a pattern shields what it matches. Files that are not programs
+    /// (no execute permission) are left alone.
+    @Test func aFolderOrAPatternShieldsEveryProgramItHolds() throws {
+        let games = folder.appendingPathComponent("games").path
+        #expect(mkdir(games, 0o755) == 0)
+        try FileManager.default.copyItem(atPath: "/bin/true", toPath: games + "/tux")
+        try "notes".write(toFile: games + "/README", atomically: true, encoding: .utf8)
+        let shield = try ExecDenyShield()
+        let changed = Mutex(0)
+        shield.onChange = { changed.withLock { $0 += 1 } }
+        let target = Target(kind: .executable, value: games + "/")
+        try shield.apply([target], context: ShieldContext(store: "games"))
+        #expect(try run(games + "/tux") == 126)
+        #expect(FileManager.default.contents(atPath: games + "/README") != nil)
+        #expect(try shield.inForce() == ["games": [target]])
+        // Installed while shielded: the watch asks for a look, and the look shields it.
+        try FileManager.default.copyItem(atPath: "/bin/true", toPath: games + "/kart")
+        for _ in 0..<500 where changed.withLock({ $0 }) == 0 { usleep(10_000) }
+        #expect(changed.withLock { $0 } > 0, "the folder's watch did not ask for a look")
+        #expect(shield.recheck().isEmpty)
+        #expect(try run(games + "/kart") == 126)
+        #expect(try run(other) == 0)
+        try shield.remove([target], context: ShieldContext(store: "games"))
+        #expect(try run(games + "/kart") == 0)
+
+        let pattern = Target(kind: .executable, value: folder.path + "/*/k*")
+        try shield.apply([pattern], context: ShieldContext(store: "games"))
+        #expect(try run(games + "/kart") == 126)
+        #expect(try run(games + "/tux") == 0)
+        try shield.remove([pattern], context: ShieldContext(store: "games"))
+        // A pattern that matches nothing is a problem, as a missing program is.
+        let error = #expect(throws: ShieldError.self) {
+            try shield.apply(
+                [Target(kind: .executable, value: folder.path + "/*/nothing*")],
+                context: ShieldContext(store: "g"))
+        }
+        #expect(error?.message.contains("matches no program") == true)
+    }
+
     @Test func aShellOrTheLoaderNamedAsATargetIsRefused() throws {
         let shield = try ExecDenyShield()
         let error = #expect(throws: ShieldError.self) {

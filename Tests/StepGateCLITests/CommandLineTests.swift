@@ -303,8 +303,13 @@ struct CommandLineTests {
     @Test func daemonCheckValidatesTheExampleConfiguration() throws {
         let result = try stepgate("daemon", "--check", "--config", sample("stepgate.example.json"))
         #expect(result.status == 0, "\(result.standardError)")
-        #expect(result.standardOutput.contains("stores: games"))
+        #expect(
+            result.standardOutput.contains(
+                "stores:\n  games: locked until walked: 1000 steps today → 30 min, 2000 steps today → 30 min more; "
+                    + "shielded 22:00–07:00 daily (night, Europe/Berlin)\n"))
         #expect(result.standardOutput.contains("\n  domains: blocks the domains of games in /etc/hosts"))
+        #expect(result.standardOutput.contains("\n  exec: games: /usr/games/ is "))
+        #expect(result.standardOutput.contains("programs added there later are shielded too"))
         #expect(result.standardOutput.contains("\n  hook journal: runs /usr/bin/logger -t stepgate-hook"))
         let bad = try temporaryFile(
             "d.json",
@@ -312,6 +317,44 @@ struct CommandLineTests {
         let failed = try stepgate("daemon", "--check", "--config", bad)
         #expect(failed.status == 1)
         #expect(failed.standardError.contains("shields.exec.enabled: expected true or false"))
+    }
+
+    /// Every `executables` entry is resolved as the exec shield will resolve it: a folder
+    /// written without its `/`, a pattern that matches nothing and a missing program are named
+    /// with their key; a folder and a pattern say what they stand for now.
+    @Test func daemonCheckResolvesEveryProgramEntry() throws {
+        let folder = try Fixtures.temporaryFolder().path
+        try FileManager.default.createDirectory(atPath: folder + "/games", withIntermediateDirectories: true)
+        try FileManager.default.copyItem(atPath: "/bin/true", toPath: folder + "/games/tux")
+        let entries = [folder + "/games", folder + "/*/nothing*", folder + "/games/kart"]
+        let config = try temporaryFile(
+            "exec.json",
+            #"{"input": {"replay": ""# + sample("walk-wrist-100.csv")
+                + #""}, "policy": {"stores": {"games": {"selection": {"executables": ["#
+                + entries.map { "\"\($0)\"" }.joined(separator: ", ")
+                + #"]}}}}, "shields": {"exec": {"enabled": true}}}"#)
+        let result = try stepgate("daemon", "--check", "--config", config)
+        #expect(result.status == 1)
+        let key = "policy.stores.games.selection.executables"
+        for expected in [
+            "\(key): \(folder)/games: a folder; write \"\(folder)/games/\" to shield every program in it",
+            "\(key): \(folder)/*/nothing*: matches no program",
+            "\(key): \(folder)/games/kart: not found",
+        ] {
+            #expect(result.standardError.contains(expected), "\(result.standardError)")
+        }
+        let fixed = try temporaryFile(
+            "exec-fixed.json",
+            #"{"input": {"replay": ""# + sample("walk-wrist-100.csv")
+                + #""}, "policy": {"stores": {"games": {"selection": {"executables": [""#
+                + folder + #"/games/", ""# + folder + #"/*/t*"]}}}}, "shields": {"exec": {"enabled": true}}}"#
+        )
+        let valid = try stepgate("daemon", "--check", "--config", fixed)
+        #expect(!valid.standardError.contains(key), "\(valid.standardError)")
+        #expect(
+            valid.standardOutput.contains(
+                "exec: games: \(folder)/games/ is 1 program now (tux); programs added"))
+        #expect(valid.standardOutput.contains("exec: games: \(folder)/*/t* is 1 program now (tux)\n"))
     }
 
     /// `--check` finds what the daemon would fail on at run time, each with its key.

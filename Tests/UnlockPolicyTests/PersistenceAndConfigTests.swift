@@ -27,12 +27,32 @@ struct PersistenceTests {
     @Test func roundTripsExactly() throws {
         let state = try busyState()
         let text = state.encoded()
-        #expect(text.contains("\"version\": 2"))
+        #expect(text.contains("\"version\": 3"))
         #expect(text.contains("\"lengthSeconds\": 5400"))
         #expect(text.contains("\"start\": \"2025-03-01T21:30:00Z\""))
         let back = try PolicyState.decode(text)
         #expect(back == state)
         #expect(back.encoded() == text)
+    }
+
+    /// The day's steps and the daily tiers already paid survive a restart exactly; a version 2
+    /// file (before daily goals) reads as a state without them.
+    @Test func dailyGoalStateRoundTrips() throws {
+        let clock = ManualClock("2025-03-01T09:00:00Z")
+        let config = try PolicyConfiguration.parse(
+            ConfigurationTests.base + #""gate": {"goals": [{"stepsToday": 1000, "minutes": 30}]}}}}"#)
+        var engine = PolicyEngine(configuration: config)
+        _ = engine.handle(.steps(1200), at: clock.now)
+        let text = engine.state.encoded()
+        #expect(text.contains(#""today": {"#) && text.contains(#""day": "2025-03-01""#))
+        #expect(text.contains(#""dailyPaid": 1"#))
+        let back = try PolicyState.decode(text)
+        #expect(back == engine.state)
+        let older = text.replacingOccurrences(of: #""version": 3"#, with: #""version": 2"#)
+        #expect(try PolicyState.decode(older) == back)
+        var withoutToday = back
+        withoutToday.today = nil
+        #expect(try PolicyState.decode(withoutToday.encoded()).today == nil)
     }
 
     /// A reboot's unproven credit and its pending proof survive a restart exactly; a file
@@ -289,6 +309,22 @@ struct ConfigurationTests {
         (
             #""gate": {"goals": [{"steps": 100, "minutes": 30}, {"steps": 90, "minutes": 60}]}}}}"#,
             "stores.games.gate.goals[1]: graduated goals must increase in both steps and minutes"
+        ),
+        (
+            #""gate": {"goals": [{"stepsToday": 1000, "minutes": 30}, {"steps": 2000, "minutes": 60}]}}}}"#,
+            #"stores.games.gate.goals[1]: a gate's goals are all "steps" (since the lock) or all "stepsToday" (the day's)"#
+        ),
+        (
+            #""gate": {"goals": [{"stepsToday": 1000, "steps": 1000, "minutes": 30}]}}}}"#,
+            #"stores.games.gate.goals[0]: a goal has "steps" (since the lock) or "stepsToday" (the day's), not both"#
+        ),
+        (
+            #""gate": {"goals": [{"stepsToday": 2000, "minutes": 30}, {"stepsToday": 1000, "minutes": 30}]}}}}"#,
+            "stores.games.gate.goals[1].stepsToday: daily goals must increase in steps"
+        ),
+        (
+            #""gate": {"goals": [{"stepsToday": 0, "minutes": 30}]}}}}"#,
+            "stores.games.gate.goals[0].stepsToday: expected at least 1 step"
         ),
         (
             #""schedules": [{"name": "a", "days": ["mon", "fry"], "start": "10:00", "end": "11:00"}]}}}"#,

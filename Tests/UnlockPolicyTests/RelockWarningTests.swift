@@ -226,7 +226,7 @@ struct RelockWarningTests {
         var (sim, _) = unlocked(gate(minutes: [30]))
         _ = sim.advance(to: date("2025-03-01T10:26:00Z"))
         let text = sim.engine.state.encoded()
-        #expect(text.contains("\"version\": 2"))
+        #expect(text.contains("\"version\": 3"))
         #expect(text.contains("\"warnedSeconds\": 300"))
         let back = try PolicyState.decode(text)
         #expect(back == sim.engine.state)
@@ -234,7 +234,7 @@ struct RelockWarningTests {
             of: #",\s*"warnedSeconds": 300"#, with: "", options: .regularExpression)
         #expect(!unwarned.contains("warnedSeconds"))
         let v1 = try PolicyState.decode(
-            unwarned.replacingOccurrences(of: "\"version\": 2", with: "\"version\": 1"))
+            unwarned.replacingOccurrences(of: "\"version\": 3", with: "\"version\": 1"))
         #expect(v1.encoded() == unwarned)
         #expect(throws: PolicyStateError.self) {
             try PolicyState.decode(
