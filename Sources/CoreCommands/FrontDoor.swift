@@ -44,7 +44,9 @@ public enum FrontDoor {
                 let parsed = try? ParsedArguments(
                     arguments.dropFirst(), options: ReplayArguments.configuration.options)
             else { return .replay }
-            let needsPolicy = ReplayArguments.policyOptions.contains { parsed.value($0) != nil }
+            let needsPolicy = ReplayArguments.policyOptions.contains {
+                parsed.value($0) != nil || parsed.flag($0)
+            }
             return needsPolicy ? .fullProgram : .replay
         default:
             return .fullProgram

@@ -33,7 +33,14 @@ public struct ReplayArguments: Sendable {
             .flag("json", help: "Print one JSON line per file and one for the total."),
             .option(
                 "policy", "file",
-                help: "Run the steps through this unlock policy (JSON) and print its events as JSON lines."),
+                help:
+                    "Run the steps through this unlock policy (JSON) and print what it changed: unlocks, relocks, schedules, refusals, problems."
+            ),
+            .flag(
+                "verbose",
+                help:
+                    "With --policy: print every effect (shields applied and removed, wake-ups), not only what changed."
+            ),
             .option(
                 "start", "time", help: "With --policy: the wall-clock time of the first sample (ISO 8601)."),
             .option("zone", "id", help: "With --policy: the machine's time zone (e.g. Europe/Berlin)."),
@@ -42,7 +49,7 @@ public struct ReplayArguments: Sendable {
 
     /// The options only the full program handles (they need the unlock policy, ISO 8601 dates
     /// and named time zones).
-    public static let policyOptions = ["policy", "start", "zone"]
+    public static let policyOptions = ["policy", "start", "zone", "verbose"]
 
     public var files: [String]
     public var configPath: String?

@@ -15,6 +15,24 @@ public struct PolicyRecord: Sendable, Hashable {
     /// The record as one compact JSON line (see `docs/policy.md`, "Scenario output").
     public var jsonLine: String { jsonObject.serialized() }
 
+    /// The record as one line of text: the time, then what happened
+    /// (`2026-11-29T18:01:10Z  owner-removed games [gate] until …: walked 100 steps …`).
+    public var textLine: String {
+        var text = formatISO8601(millisFromDate(at)) + "  "
+        switch effect {
+        case .persist: text += "state saved"
+        case .wakeUp(let date, _): text += "wake-up at \(formatISO8601(millisFromDate(date)))"
+        case .notify(let notice): text += notice.description
+        case .apply(let store, let selection, let owners):
+            text +=
+                "apply \(store) (held by \(owners.joined(separator: ", "))): \(selection.json.serialized())"
+        case .remove(let store, let selection): text += "remove \(store): \(selection.json.serialized())"
+        }
+        if wall != at { text += " (machine clock \(formatISO8601(millisFromDate(wall))))" }
+        if let failure { text += " — failed: \(failure)" }
+        return text
+    }
+
     var jsonObject: JSONValue {
         var members: [(String, JSONValue)] = [("at", .string(formatISO8601(millisFromDate(at))))]
         if wall != at { members.append(("wall", .string(formatISO8601(millisFromDate(wall))))) }

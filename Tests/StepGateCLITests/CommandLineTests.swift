@@ -60,8 +60,9 @@ struct CommandLineTests {
         (["replay", "x.csv", "--policy", "p.json"], "'--policy' needs '--start <time>'"),
         (
             ["replay", "x.csv", "--start", "2026-01-01T00:00:00Z"],
-            "'--start' and '--zone' go with '--policy <file>'"
+            "'--start', '--zone' and '--verbose' go with '--policy <file>'"
         ),
+        (["replay", "x.csv", "--verbose"], "'--start', '--zone' and '--verbose' go with '--policy <file>'"),
         (
             ["replay", "x.csv", "--policy", "p.json", "--start", "yesterday"],
             "invalid value 'yesterday' for '--start'"
@@ -284,10 +285,27 @@ struct CommandLineTests {
             "p.json",
             #"{"stores": {"games": {"selection": {"executables": ["/usr/games/x"]}, "gate": {"goals": [{"steps": 100, "minutes": 1}]}}}}"#
         )
-        let result = try stepgate(
+        // By default, what changed, as text: locked, unlocked after 100 steps, locked again.
+        let changes = try stepgate(
             "replay", sample("walk-front-pocket-303.csv"), "--policy", policy, "--start",
             "2026-11-29T18:00:00Z",
             "--zone", "UTC")
+        #expect(changes.status == 0, "\(changes.standardError)")
+        let lines = changes.standardOutput.split(separator: "\n")
+        #expect(lines.first?.hasSuffix("303 steps in 171.5 s") == true)
+        #expect(lines.dropFirst().first == "what the policy did (until 2026-11-29T18:02:51Z):")
+        #expect(lines.dropFirst(2).allSatisfy { $0.hasPrefix("2026-11-29T18:") }, "\(lines)")
+        #expect(!changes.standardOutput.contains("wake-up") && !changes.standardOutput.contains("apply"))
+        #expect(
+            lines.contains {
+                $0.contains("  owner-removed games [gate] until ") && $0.contains("walked 100 steps")
+            })
+        #expect(lines.filter { $0.contains("  owner-added games [gate]") }.count == 2)
+        // --verbose --json: every effect as a JSON line.
+        let result = try stepgate(
+            "replay", sample("walk-front-pocket-303.csv"), "--policy", policy, "--start",
+            "2026-11-29T18:00:00Z",
+            "--zone", "UTC", "--verbose", "--json")
         #expect(result.status == 0, "\(result.standardError)")
         let events = result.standardOutput.split(separator: "\n").dropFirst().compactMap {
             try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
@@ -298,6 +316,23 @@ struct CommandLineTests {
         #expect(effects.first(where: { $0 == "apply" || $0 == "remove" }) == "apply")
         #expect(effects.filter { $0 == "remove" }.count == 1)
         #expect(effects.filter { $0 == "apply" }.count >= 2)
+    }
+
+    /// Several recordings replay one after another on one clock, a day made of walks: four
+    /// pocket walks (1,212 steps) meet the example's daily goal of 1,000 steps in the fourth.
+    @Test func replayThroughThePolicyPlaysSeveralWalksOnOneClock() throws {
+        let walk = sample("walk-front-pocket-303.csv")
+        let result = try stepgate(
+            "replay", walk, walk, walk, walk, "--policy", sample("stepgate.example.json"), "--start",
+            "2026-11-29T09:00:00Z")
+        #expect(result.status == 0, "\(result.standardError)")
+        let lines = result.standardOutput.split(separator: "\n").map(String.init)
+        #expect(lines.prefix(4).allSatisfy { $0.hasSuffix("303 steps in 171.5 s") }, "\(lines)")
+        #expect(lines[4] == "1212 steps in all; what the policy did (until 2026-11-29T09:11:25Z):")
+        let unlocked = try #require(lines.first { $0.contains("owner-removed games [gate]") })
+        #expect(unlocked.contains("walked 1000 steps today (goal 1000 today): unlocked for 30 min"))
+        // The unlock comes during the fourth walk (after 3 × 171.5 s).
+        #expect(unlocked.hasPrefix("2026-11-29T09:08:") || unlocked.hasPrefix("2026-11-29T09:09:"))
     }
 
     @Test func daemonCheckValidatesTheExampleConfiguration() throws {
