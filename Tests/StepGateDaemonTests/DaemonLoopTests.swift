@@ -176,7 +176,7 @@ struct Loop {
 func withLoop(
     goal: Int, minutes: Int, stores: [String], failing: Set<String> = [], folder: URL? = nil,
     walk: Bool = true, notifications: String? = nil, shields: String? = nil, clock: TestClock? = nil,
-    input: String? = nil, open: (@Sendable (DaemonConfiguration.Input, Logger) throws -> any SampleSource)? = nil,
+    mqtt: String? = nil, input: String? = nil, open: (@Sendable (DaemonConfiguration.Input, Logger) throws -> any SampleSource)? = nil,
     notices: (@Sendable (NoticeSettings, Logger) -> DesktopNotices)? = nil,
     _ body: (Loop) async throws -> Void
 ) async throws {
@@ -193,7 +193,8 @@ func withLoop(
           "policy": { "stores": { \(storesJSON) } },
           "stateDirectory": "\(folder.path)/state", "controlSocket": "\(folder.path)/unused.sock"
           \(notifications.map { ", \"notifications\": \($0)" } ?? "")
-          \(shields.map { ", \"shields\": \($0)" } ?? "") }
+          \(shields.map { ", \"shields\": \($0)" } ?? "")
+          \(mqtt.map { ", \"mqtt\": \($0)" } ?? "") }
         """
     let path = folder.path + "/stepgate.json"
     try config.write(toFile: path, atomically: true, encoding: .utf8)

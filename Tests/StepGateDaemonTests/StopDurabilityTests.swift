@@ -1,5 +1,6 @@
 import Counting
 import Foundation
+import Household
 import SensorInput
 import StepDetection
 import StepGateTestSupport
@@ -133,6 +134,46 @@ import Tuning
             try await loop.settle()
             #expect(try stepsOnDisk(folder.path + "/state") == counted)
         }
+    }
+}
+
+/// The household's sensor side: the totals of its counting sessions (`step-sessions.json`), which
+/// the gates take steps from, follow the same rule.
+@Suite("Shared step sessions on disk") struct StepSessionFileTests {
+    @Test("the sessions are written 5 s after steps, with no step after them, and in full at a stop")
+    func theSessionsFollowTheSaveRule() async throws {
+        let folder = try Fixtures.temporaryFolder()
+        let file = folder.path + "/state/step-sessions.json"
+        func total() throws -> Int {
+            guard let bytes = try DurableFile.read(file) else { return -1 }
+            return try StepSessionFile.decode(bytes).reduce(0) { $0 + $1.total }
+        }
+        let source = FedSource()
+        // No broker answers there: the link retries in the background, and the sessions are
+        // kept all the same.
+        let mqtt = #"{"socket": "\#(folder.path)/no-broker.sock", "topicPrefix": "stepgate/test", "shareSteps": true}"#
+        var counted = 0
+        try await withLoop(
+            goal: 100_000, minutes: 30, stores: ["games"], folder: folder, mqtt: mqtt, open: { _, _ in source }
+        ) { loop in
+            source.feed(StopDurabilityTests.walk.prefix(500))
+            try await eventually { source.isIdle }
+            try await loop.settle()
+            counted = try await loop.status()["stepsSinceStart"] as? Int ?? -1
+            #expect(counted > 0)
+            loop.clock.advance(by: .seconds(4))
+            try await loop.settle()
+            #expect(try total() == 0, "written in batches")
+            loop.clock.advance(by: .seconds(1))
+            try await loop.settle()
+            #expect(try total() == counted)
+            source.feed(StopDurabilityTests.walk.dropFirst(500))
+            try await eventually { source.isIdle }
+            counted = try await loop.status()["stepsSinceStart"] as? Int ?? -1
+            loop.handle?.stop()
+        }
+        #expect(try total() == counted)
+        #expect(try leftovers(folder.path + "/state").isEmpty)
     }
 }
 
