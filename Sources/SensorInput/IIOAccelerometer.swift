@@ -193,7 +193,9 @@ public final class IIOAccelerometer: SampleSource {
                     return
                 }
                 configuration.log("\(name): \(error); retrying in \(formatRate(backoff)) s")
-                stats.update { $0.lost = SourceInterruption(reason: "\(error)", since: $0.lost?.since ?? wallSeconds()) }
+                stats.update {
+                    $0.lost = SourceInterruption(reason: "\(error)", since: $0.lost?.since ?? wallSeconds())
+                }
                 control.sleep(seconds: backoff)
                 backoff = min(configuration.maximumBackoff, backoff * 2)
             }

@@ -73,7 +73,8 @@ package final class Daemon {
         let leftovers = DurableFile.removeLeftovers(in: configuration.stateDirectory)
         if !leftovers.isEmpty {
             log.notice(
-                "removed the temporary files of writes that never finished: \(leftovers.joined(separator: ", "))")
+                "removed the temporary files of writes that never finished: \(leftovers.joined(separator: ", "))"
+            )
         }
         stateStore = FilePolicyStateStore(path: configuration.stateDirectory + "/state.json")
         let loaded = stateStore.load()
@@ -83,7 +84,8 @@ package final class Daemon {
         let clock = clock
         ledger = StepLedger(
             path: configuration.stateDirectory + "/steps.json",
-            clock: .policy(configuration.policy, systemZone: lastZone), saveInterval: Self.historySaveInterval,
+            clock: .policy(configuration.policy, systemZone: lastZone),
+            saveInterval: Self.historySaveInterval,
             monotonic: { clock.bootTime() }, warn: { log.warning($0) })
         notices = system.notices(configuration.notifications, log)
         let inbox = inbox
@@ -741,7 +743,8 @@ package final class Daemon {
         let clock = clock
         return Task.detached {
             await Daemon.count(
-                from: { try open(input, log) }, input: input, again: again, detector: detector, ledger: ledger,
+                from: { try open(input, log) }, input: input, again: again, detector: detector,
+                ledger: ledger,
                 statistics: statistics, clock: clock, log: log, inbox)
         }
     }
@@ -763,7 +766,11 @@ package final class Daemon {
             let action = again ? "retrying every 5 s" : "not retried"
             statistics.reading.withLock {
                 let same = $0.problem?.kind == kind
-                $0 = (InputProblem(kind: kind, message: message, since: same ? $0.problem!.since : since, action: action), nil)
+                $0 = (
+                    InputProblem(
+                        kind: kind, message: message, since: same ? $0.problem!.since : since, action: action),
+                    nil
+                )
             }
         }
         while !Task.isCancelled {

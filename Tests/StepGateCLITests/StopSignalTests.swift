@@ -38,9 +38,12 @@ struct StopSignalTests {
 
     /// Starts the daemon again on the folder with an input that gives no steps (a replay whose
     /// file is missing): returns today's steps in its history and in its gate, and its `status`.
-    private func restart(_ folder: URL) throws -> (history: Int?, gate: Int?, text: String, json: [String: Any]) {
+    private func restart(_ folder: URL) throws -> (
+        history: Int?, gate: Int?, text: String, json: [String: Any]
+    ) {
         let daemon = try TestDaemon(
-            folder: folder, config: config(folder, replay: folder.appendingPathComponent("gone.csv").path, speed: 1))
+            folder: folder,
+            config: config(folder, replay: folder.appendingPathComponent("gone.csv").path, speed: 1))
         defer { daemon.kill(SIGTERM) }
         let json = try daemon.status()
         let history = (json["lastDays"] as? [[String: Any]])?.last?["steps"] as? Int
@@ -73,7 +76,9 @@ struct StopSignalTests {
         }
     }
 
-    @Test("SIGKILL at a random point loses at most the steps of the last 10 s, and the next start clears its leftovers")
+    @Test(
+        "SIGKILL at a random point loses at most the steps of the last 10 s, and the next start clears its leftovers"
+    )
     func aKillLosesAtMostTheSaveInterval() throws {
         var random = SplitMix64(seed: 2604)
         let target = Int.random(in: 200...290, using: &random)
@@ -84,7 +89,9 @@ struct StopSignalTests {
         var counts: [(at: Date, steps: Int)] = []
         let deadline = Date().addingTimeInterval(180)
         while (counts.last?.steps ?? 0) < target && Date() < deadline {
-            if let steps = (try? daemon.status())?["stepsSinceStart"] as? Int { counts.append((Date(), steps)) }
+            if let steps = (try? daemon.status())?["stepsSinceStart"] as? Int {
+                counts.append((Date(), steps))
+            }
         }
         daemon.kill(SIGKILL)
         let killed = Date()
@@ -93,7 +100,10 @@ struct StopSignalTests {
         // quarter of a second) and a loaded machine.
         let bound = counts.last { killed.timeIntervalSince($0.at) > 10 + 3 }?.steps ?? 0
         #expect(bound > 0, "the walk ran long enough before the kill to test the bound")
-        #expect(onDisk >= bound, "killed at \(counts.last?.steps ?? 0) steps: \(onDisk) on disk, \(bound) counted over 13 s before")
+        #expect(
+            onDisk >= bound,
+            "killed at \(counts.last?.steps ?? 0) steps: \(onDisk) on disk, \(bound) counted over 13 s before"
+        )
         let again = try restart(folder)
         #expect(again.history == onDisk)
         #expect(try leftovers(folder).isEmpty)

@@ -176,7 +176,8 @@ struct Loop {
 func withLoop(
     goal: Int, minutes: Int, stores: [String], failing: Set<String> = [], folder: URL? = nil,
     walk: Bool = true, notifications: String? = nil, shields: String? = nil, clock: TestClock? = nil,
-    mqtt: String? = nil, input: String? = nil, open: (@Sendable (DaemonConfiguration.Input, Logger) throws -> any SampleSource)? = nil,
+    mqtt: String? = nil, input: String? = nil,
+    open: (@Sendable (DaemonConfiguration.Input, Logger) throws -> any SampleSource)? = nil,
     notices: (@Sendable (NoticeSettings, Logger) -> DesktopNotices)? = nil,
     _ body: (Loop) async throws -> Void
 ) async throws {
@@ -230,6 +231,12 @@ func withLoop(
     handle.stop()
     try await running.value
 }
+
+/// How a test's loop opens its input.
+typealias Opener = @Sendable (DaemonConfiguration.Input, Logger) throws -> any SampleSource
+
+/// Opens `source`, whatever the configuration says.
+func opening(_ source: any SampleSource) -> Opener { { _, _ in source } }
 
 /// An input that never produces a sample.
 struct Silence: SampleSource {

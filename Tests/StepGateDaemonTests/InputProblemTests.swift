@@ -6,11 +6,11 @@ import Synchronization
 import Testing
 import UnlockPolicy
 
+@testable import StepGateDaemon
+
 #if canImport(Glibc)
     import Glibc
 #endif
-
-@testable import StepGateDaemon
 
 /// `status` says why the input delivers nothing: what, since when, and what the daemon does
 /// about it, for each problem an input can have.
@@ -58,7 +58,7 @@ import UnlockPolicy
     func noPermission() async throws {
         try await withLoop(
             goal: 50, minutes: 30, stores: ["games"], input: #"{"device": "lis3dh"}"#,
-            open: { _, _ in throw IIOError(code: EACCES, operation: "iio_create_local_context") }
+            open: refusing(IIOError(code: EACCES, operation: "iio_create_local_context"))
         ) { loop in
             let reported = try #require(problem(try await loop.waitForStatus { problem($0) != nil }))
             #expect(reported["kind"] as? String == "no-permission")
@@ -71,16 +71,20 @@ import UnlockPolicy
     func aLostDevice() async throws {
         let source = InterruptibleSource()
         try await withLoop(
-            goal: 50, minutes: 30, stores: ["games"], input: #"{"device": "lis3dh"}"#, open: { _, _ in source }
+            goal: 50, minutes: 30, stores: ["games"], input: #"{"device": "lis3dh"}"#,
+            open: opening(source)
         ) { loop in
             _ = try await loop.waitForStatus { $0["ok"] as? Bool == true && source.opened }
             #expect(problem(try await loop.status()) == nil)
             let lost = 1_790_000_100.0
-            source.interrupt(SourceInterruption(reason: "iio_buffer_refill: No such device (errno 19)", since: lost))
+            source.interrupt(
+                SourceInterruption(reason: "iio_buffer_refill: No such device (errno 19)", since: lost))
             let reported = try #require(problem(try await loop.status()))
             #expect(reported["kind"] as? String == "device-lost")
             #expect(reported["action"] as? String == "reconnecting")
-            #expect(reported["since"] as? String == ISO8601DateFormatter().string(from: Date(timeIntervalSince1970: lost)))
+            #expect(
+                reported["since"] as? String
+                    == ISO8601DateFormatter().string(from: Date(timeIntervalSince1970: lost)))
             #expect(reported["message"] as? String == "iio_buffer_refill: No such device (errno 19)")
             source.interrupt(nil)
             #expect(problem(try await loop.status()) == nil)
@@ -90,10 +94,14 @@ import UnlockPolicy
     @Test("the status line names the problem, since when and what is done")
     func theLine() {
         let problem = InputProblem(
-            kind: "no-device", message: "no IIO devices", since: "2026-09-21T14:13:20Z", action: "retrying every 5 s")
+            kind: "no-device", message: "no IIO devices", since: "2026-09-21T14:13:20Z",
+            action: "retrying every 5 s")
         #expect(problem.line == "no device since 2026-09-21T14:13:20Z (retrying every 5 s): no IIO devices")
     }
 }
+
+/// Fails to open the input with `error`.
+func refusing(_ error: IIOError) -> Opener { { _, _ in throw error } }
 
 /// A source that delivers nothing and can be marked interrupted, as ``IIOAccelerometer`` is
 /// while it reconnects a lost device.

@@ -18,7 +18,9 @@ import Tuning
 /// the last save interval, and the next start removes what unfinished writes left.
 @Suite("Daemon stops and kills") struct StopDurabilityTests {
     static let walk: [AccelerationSample] = {
-        guard var reader = try? RecordingReader(path: Fixtures.samples.appendingPathComponent("walk-wrist-100.csv").path),
+        guard
+            var reader = try? RecordingReader(
+                path: Fixtures.samples.appendingPathComponent("walk-wrist-100.csv").path),
             let samples = try? reader.readAll()
         else { return [] }
         return samples
@@ -43,7 +45,9 @@ import Tuning
         return detector.count
     }
 
-    @Test("a stop at any point of a walk writes what was counted: the history and the gate agree", arguments: 0..<8)
+    @Test(
+        "a stop at any point of a walk writes what was counted: the history and the gate agree",
+        arguments: 0..<8)
     func aStopWritesEverythingCounted(trial: Int) async throws {
         var random = SplitMix64(seed: 26_000 + UInt64(trial))
         let stopAt = Int.random(in: 1..<Self.walk.count, using: &random)
@@ -52,7 +56,7 @@ import Tuning
         let folder = try Fixtures.temporaryFolder()
         let source = FedSource()
         try await withLoop(
-            goal: 100_000, minutes: 30, stores: ["games"], folder: folder, open: { _, _ in source }
+            goal: 100_000, minutes: 30, stores: ["games"], folder: folder, open: opening(source)
         ) { loop in
             source.feed(Self.walk.prefix(stopAt))
             if settled { try await eventually { source.isIdle } }
@@ -64,7 +68,8 @@ import Tuning
         #expect(try stepsOnDisk(state) == expected, "stopped after \(source.taken) samples")
         #expect(try leftovers(state).isEmpty)
         // The next start has the day's steps in the history and in the gate alike.
-        try await withLoop(goal: 100_000, minutes: 30, stores: ["games"], folder: folder, walk: false) { loop in
+        try await withLoop(goal: 100_000, minutes: 30, stores: ["games"], folder: folder, walk: false) {
+            loop in
             let status = try await loop.status()
             #expect(todayInHistory(status) == expected)
             #expect(store(status, "games")?["steps"] as? Int == expected)
@@ -82,7 +87,7 @@ import Tuning
         let source = FedSource()
         var counts: [Int] = []
         try await withLoop(
-            goal: 100_000, minutes: 30, stores: ["games"], folder: folder, open: { _, _ in source }
+            goal: 100_000, minutes: 30, stores: ["games"], folder: folder, open: opening(source)
         ) { loop in
             for second in 0...killAt {
                 source.feed(second < Self.seconds.count ? Self.seconds[second] : [])
@@ -102,34 +107,43 @@ import Tuning
         #expect(onDisk <= last)
         #expect(
             onDisk >= dueBefore,
-            "killed \(killAt + 1) s into the walk: \(onDisk) steps on disk, \(last) counted, \(dueBefore) of them \(interval) s before")
-        if killAt >= Self.seconds.count + interval - 1 { #expect(onDisk == last, "the walk ended over \(interval) s before") }
+            "killed \(killAt + 1) s into the walk: \(onDisk) steps on disk, \(last) counted, \(dueBefore) of them \(interval) s before"
+        )
+        if killAt >= Self.seconds.count + interval - 1 {
+            #expect(onDisk == last, "the walk ended over \(interval) s before")
+        }
 
         for name in ["steps.json.tmp-0123456789abcdef", "state.json.tmp-fedcba9876543210"] {
             try "{\"half\":".write(toFile: state + "/" + name, atomically: false, encoding: .utf8)
         }
         try "not ours".write(toFile: state + "/notes.tmp-1", atomically: false, encoding: .utf8)
-        try await withLoop(goal: 100_000, minutes: 30, stores: ["games"], folder: killed, walk: false) { loop in
+        try await withLoop(goal: 100_000, minutes: 30, stores: ["games"], folder: killed, walk: false) {
+            loop in
             let status = try await loop.status()
             #expect(todayInHistory(status) == onDisk)
         }
         #expect(try leftovers(state).isEmpty)
-        #expect(FileManager.default.fileExists(atPath: state + "/notes.tmp-1"), "only the writer's own names go")
+        #expect(
+            FileManager.default.fileExists(atPath: state + "/notes.tmp-1"), "only the writer's own names go")
     }
 
-    @Test("the steps of a walk that ended are on disk once the save interval has passed, with no step after them")
+    @Test(
+        "the steps of a walk that ended are on disk once the save interval has passed, with no step after them"
+    )
     func theLastBatchIsWrittenWithoutAnotherStep() async throws {
         let folder = try Fixtures.temporaryFolder()
         let source = FedSource()
         try await withLoop(
-            goal: 100_000, minutes: 30, stores: ["games"], folder: folder, open: { _, _ in source }
+            goal: 100_000, minutes: 30, stores: ["games"], folder: folder, open: opening(source)
         ) { loop in
             source.feed(Self.walk)
             try await eventually { source.isIdle }
             let counted = try await loop.status()["stepsSinceStart"] as? Int
             loop.clock.advance(by: Daemon.historySaveInterval - .seconds(1))
             try await loop.settle()
-            #expect(try stepsOnDisk(folder.path + "/state") < counted ?? 0, "written in batches, not at each step")
+            #expect(
+                try stepsOnDisk(folder.path + "/state") < counted ?? 0, "written in batches, not at each step"
+            )
             loop.clock.advance(by: .seconds(1))
             try await loop.settle()
             #expect(try stepsOnDisk(folder.path + "/state") == counted)
@@ -151,10 +165,12 @@ import Tuning
         let source = FedSource()
         // No broker answers there: the link retries in the background, and the sessions are
         // kept all the same.
-        let mqtt = #"{"socket": "\#(folder.path)/no-broker.sock", "topicPrefix": "stepgate/test", "shareSteps": true}"#
+        let mqtt =
+            #"{"socket": "\#(folder.path)/no-broker.sock", "topicPrefix": "stepgate/test", "shareSteps": true}"#
         var counted = 0
         try await withLoop(
-            goal: 100_000, minutes: 30, stores: ["games"], folder: folder, mqtt: mqtt, open: { _, _ in source }
+            goal: 100_000, minutes: 30, stores: ["games"], folder: folder, mqtt: mqtt,
+            open: opening(source)
         ) { loop in
             source.feed(StopDurabilityTests.walk.prefix(500))
             try await eventually { source.isIdle }
@@ -200,7 +216,9 @@ func stepsOnDisk(_ folder: String) throws -> Int {
 
 /// The temporary files of unfinished writes in a folder.
 func leftovers(_ folder: String) throws -> [String] {
-    try FileManager.default.contentsOfDirectory(atPath: folder).filter { $0.contains(".tmp-") && $0 != "notes.tmp-1" }
+    try FileManager.default.contentsOfDirectory(atPath: folder).filter {
+        $0.contains(".tmp-") && $0 != "notes.tmp-1"
+    }
 }
 
 /// A walk the test feeds: the loop's input takes the samples as they come, and the test can
@@ -223,7 +241,8 @@ final class FedSource: SampleSource, Sendable {
     var isIdle: Bool { state.withLock { $0.taken == $0.fed.count && $0.waiting != nil } }
 
     func feed(_ samples: some Collection<AccelerationSample>) {
-        let handed = state.withLock { s -> (CheckedContinuation<AccelerationSample?, Never>, AccelerationSample)? in
+        let handed = state.withLock {
+            s -> (CheckedContinuation<AccelerationSample?, Never>, AccelerationSample)? in
             s.fed += samples
             guard let waiting = s.waiting, s.taken < s.fed.count else { return nil }
             s.waiting = nil
