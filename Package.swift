@@ -152,7 +152,7 @@ let package = Package(
             name: "StepGateDaemonTests",
             dependencies: [
                 "StepGateDaemon", "UnlockPolicy", "Shields", "SensorInput", "StepDetection",
-                "StepGateTestSupport", "Notifications", "Household", "Counting",
+                "StepGateTestSupport", "Notifications", "Household", "Counting", "StepHistoryStore", "Tuning",
             ]),
         .testTarget(
             name: "StepGateCLITests",

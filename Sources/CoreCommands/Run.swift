@@ -57,7 +57,11 @@ public struct Run: Command {
         let detectorConfiguration =
             try configPath.map(loadDetectorConfiguration(path:)) ?? DetectorConfiguration()
         let source = try live.source()
-        let initialLedger = StepLedger(path: ledgerPath, warn: { printError("stepgate: \($0)") })
+        // Written at most a second after a step, even in a device gap, and in full at the end.
+        let initialLedger = StepLedger(
+            path: ledgerPath, saveInterval: .seconds(1), warn: { printError("stepgate: \($0)") })
+        let saver = Task { await initialLedger.keepSaved(log: Logger(level: .warning)) }
+        defer { saver.cancel() }
         let progress = Mutex(Progress())
         progress.withLock { $0.todaySteps = initialLedger.steps }
         let json = json
@@ -66,8 +70,7 @@ public struct Run: Command {
         let terminal = !json && isTerminal(1)
         let started = monotonicNanoseconds()
         let reason = try await runUntilStopped(duration: live.duration) {
-            var counter = StepCounter(
-                configuration: detectorConfiguration, ledger: initialLedger, saveInterval: .seconds(1))
+            var counter = StepCounter(configuration: detectorConfiguration, ledger: initialLedger)
             var lastDraw: Int64 = 0
             let out = StandardOutput()
             defer { out.flush() }
@@ -111,6 +114,8 @@ public struct Run: Command {
             }
             if terminal { out.write("\n") }
         }
+        saver.cancel()
+        await saver.value
         await source.waitUntilStopped()
         let p = progress.withLock { $0 }
         let stats = source.statistics

@@ -9,13 +9,23 @@ import Synchronization
 
 /// The step history while counting (`stepgate run`, the daemon): steps per local hour for the
 /// last 400 days (``StepHistory``), on disk in `steps.json` (``StepHistoryFile``), so a restart
-/// or a device gap never loses the day's steps. Shared between the input task, which adds and
-/// saves, and whoever answers `status` and `history`; the zone can change under it (the policy's
-/// zone, a reload, the system's zone changing).
+/// or a device gap never loses the day's steps. Shared between the input task, which adds, and
+/// whoever answers `status` and `history` and keeps the file written; the zone can change under
+/// it (the policy's zone, a reload, the system's zone changing).
+///
+/// The file is written in batches (``SaveDeadline``): at most `saveInterval` after a step that
+/// is not on disk (``saveIfDue()``, which the owner calls when ``saveDue`` comes), and in full
+/// when counting stops (``save()``). So SIGTERM loses nothing, and a SIGKILL or a power cut
+/// loses at most the steps of the last `saveInterval`. Saves from any task land in the order
+/// they were taken.
 package final class StepLedger: Sendable {
     package let path: String
     private let file: StepHistoryFile
-    private let state: Mutex<(history: StepHistory, clock: LocalClock)>
+    private let state: Mutex<(history: StepHistory, clock: LocalClock, changes: Int, deadline: SaveDeadline)>
+    /// How many changes are on disk; held while writing, so two saves never cross.
+    private let written = Mutex(0)
+    /// The clock the deadline runs on (monotonic; the daemon's own clock in the daemon).
+    private let monotonic: @Sendable () -> Duration
 
     /// The default location: `$STATE_DIRECTORY` (systemd), else `$XDG_STATE_HOME/stepgate`,
     /// else `~/.local/state/stepgate`, file `steps.json`.
@@ -30,12 +40,24 @@ package final class StepLedger: Sendable {
     }
 
     /// Loads the history; a missing file starts empty, an unreadable one is moved aside and
-    /// reported through `warn` (see ``StepHistoryFile``).
-    package init(path: String, clock: LocalClock = .system, warn: (String) -> Void) {
+    /// reported through `warn` (see ``StepHistoryFile``). Temporary files of writes that never
+    /// finished (``DurableFile/removeLeftovers(in:of:)``) are removed first.
+    ///
+    /// - Parameters:
+    ///   - saveInterval: The longest a counted step waits for the file.
+    ///   - monotonic: The clock ``saveDue`` is on; `CLOCK_MONOTONIC` by default.
+    package init(
+        path: String, clock: LocalClock = .system, saveInterval: Duration = .seconds(10),
+        monotonic: @escaping @Sendable () -> Duration = monotonicTime, warn: (String) -> Void
+    ) {
         self.path = path
+        let folder = path.lastIndex(of: "/").map { String(path[..<$0]) } ?? "."
+        DurableFile.removeLeftovers(
+            in: folder.isEmpty ? "/" : folder, of: path.split(separator: "/").last.map(String.init))
         let (file, history) = StepHistoryFile.load(path: path, clock: clock, warn: warn)
         self.file = file
-        state = Mutex((history, clock))
+        self.monotonic = monotonic
+        state = Mutex((history, clock, 0, SaveDeadline(interval: saveInterval)))
     }
 
     /// The zone days are counted in.
@@ -53,22 +75,70 @@ package final class StepLedger: Sendable {
     package var steps: Int { steps(atSecondsSince1970: wallClockSeconds()) }
 
     /// A copy of the history and the zone.
-    package var snapshot: (history: StepHistory, clock: LocalClock) { state.withLock { $0 } }
+    package var snapshot: (history: StepHistory, clock: LocalClock) {
+        state.withLock { ($0.history, $0.clock) }
+    }
 
     /// Adds steps counted at an instant (seconds since 1970; now by default).
     package func add(_ count: Int, atSecondsSince1970 now: Double = wallClockSeconds()) {
-        state.withLock { $0.history.add(count, atSecondsSince1970: now, clock: $0.clock) }
-    }
-
-    /// Writes the history atomically.
-    package func save() throws {
-        let history = state.withLock { $0.history }
-        do {
-            try file.save(history)
-        } catch {
-            throw LedgerError(path: path, reason: error.description)
+        guard count > 0 else { return }
+        let time = monotonic()
+        state.withLock {
+            $0.history.add(count, atSecondsSince1970: now, clock: $0.clock)
+            $0.changes += 1
+            $0.deadline.changed(at: time)
         }
     }
+
+    /// The longest a counted step waits for the file.
+    package var saveInterval: Duration { state.withLock { $0.deadline.interval } }
+
+    /// When steps not on disk yet must be written (on the `monotonic` clock); nil when none wait.
+    package var saveDue: Duration? { state.withLock { $0.deadline.due } }
+
+    /// Writes the history when ``saveDue`` has come. A failed write is tried again an interval
+    /// later.
+    package func saveIfDue() throws {
+        guard state.withLock({ $0.deadline.isDue(at: monotonic()) }) else { return }
+        try save()
+    }
+
+    /// Writes the history atomically and durably now, if it changed since the last write.
+    package func save() throws {
+        try written.withLock { (onDisk: inout Int) throws(LedgerError) in
+            let (history, changes) = state.withLock { ($0.history, $0.changes) }
+            guard changes != onDisk else { return }
+            do throws(FileError) {
+                try file.save(history)
+            } catch {
+                let time = monotonic()
+                state.withLock { $0.deadline.failed(at: time) }
+                throw LedgerError(path: path, reason: error.description)
+            }
+            onDisk = changes
+            state.withLock { if $0.changes == changes { $0.deadline.written() } }
+        }
+    }
+}
+
+extension StepLedger {
+    /// Writes the history whenever a save comes due (``saveDue``), until the task is cancelled:
+    /// a task beside the counting, so steps wait at most the save interval for the file even
+    /// while no sample comes (a device gap). A failed write is logged as a warning.
+    package func keepSaved(log: Logger) async {
+        while !Task.isCancelled {
+            let wait = saveDue.map { max(.milliseconds(1), $0 - monotonic()) } ?? saveInterval
+            try? await Task.sleep(for: wait)
+            do { try saveIfDue() } catch { log.warning("\(error)") }
+        }
+    }
+}
+
+/// `CLOCK_MONOTONIC` as a duration: the clock a ledger's saves are due on by default.
+package func monotonicTime() -> Duration {
+    var time = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &time)
+    return .seconds(Int64(time.tv_sec)) + .nanoseconds(Int64(time.tv_nsec))
 }
 
 extension LocalClock {

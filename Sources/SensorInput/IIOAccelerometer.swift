@@ -74,6 +74,8 @@ public final class IIOAccelerometer: SampleSource {
         public var rate = 0.0
         /// Whether timestamps are on `CLOCK_MONOTONIC` (so latency can be measured).
         public var monotonicTimestamps = false
+        /// Why the device is being reconnected, and since when; nil while it delivers.
+        public var lost: SourceInterruption?
     }
 
     /// `iio:device0 (lis3dh)`, or with the URI for remote devices.
@@ -95,6 +97,9 @@ public final class IIOAccelerometer: SampleSource {
 
     /// The counters so far.
     public var statistics: Statistics { stats.value }
+
+    /// The device lost after capture started and not back yet (reconnecting), and since when.
+    public var interruption: SourceInterruption? { stats.value.lost }
 
     /// Whether a reader thread is still running (it stops shortly after the stream ends).
     public var isRunning: Bool { running.value > 0 }
@@ -154,6 +159,7 @@ public final class IIOAccelerometer: SampleSource {
                     $0.rate = rate
                     $0.monotonicTimestamps = monotonic
                     if everStarted { $0.reconnects += 1 }
+                    $0.lost = nil
                 }
                 configuration.log(
                     everStarted
@@ -187,6 +193,9 @@ public final class IIOAccelerometer: SampleSource {
                     return
                 }
                 configuration.log("\(name): \(error); retrying in \(formatRate(backoff)) s")
+                stats.update {
+                    $0.lost = SourceInterruption(reason: "\(error)", since: $0.lost?.since ?? wallSeconds())
+                }
                 control.sleep(seconds: backoff)
                 backoff = min(configuration.maximumBackoff, backoff * 2)
             }
@@ -259,6 +268,13 @@ final class ReaderControl: Sendable {
         let deadline = monotonicNanoseconds() + Int64(seconds * 1e9)
         while !isStopped && monotonicNanoseconds() < deadline { usleep(20_000) }
     }
+}
+
+/// The wall clock in seconds since 1970.
+func wallSeconds() -> Double {
+    var ts = timespec()
+    clock_gettime(CLOCK_REALTIME, &ts)
+    return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
 }
 
 /// `CLOCK_MONOTONIC` in nanoseconds: the timeline of IIO timestamps once

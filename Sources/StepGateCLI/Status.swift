@@ -41,6 +41,7 @@ struct Status: SynchronousCommand {
         print(
             "input: \(visible(status.input)), \(status.stepsToday) steps today (\(status.stepsSinceStart) since start)"
         )
+        if let problem = status.inputProblem { print("input problem: \(visible(problem.line))") }
         for store in status.stores {
             // Every text from the daemon may carry a name a user chose (a file name, a store):
             // control characters are shown, never sent to the terminal.

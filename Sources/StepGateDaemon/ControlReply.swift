@@ -73,6 +73,32 @@ package struct StatusReply: Codable, Sendable, Equatable {
     /// The MQTT connection, when the daemon has one: `connected to BROKER`, or `not connected
     /// to BROKER since TIME: REASON`.
     package var mqtt: String?
+    /// Why the input delivers no steps now, when it does not.
+    package var inputProblem: InputProblem?
+}
+
+/// Why the daemon's input delivers no samples, since when, and what the daemon does about it.
+package struct InputProblem: Codable, Sendable, Equatable {
+    /// `no-device`, `no-permission`, `device-lost`, `missing-file` or `failed`.
+    package var kind: String
+    /// The error, as the log has it.
+    package var message: String
+    /// ISO 8601, when the problem began (a retry that fails the same way keeps it).
+    package var since: String
+    /// `retrying every 5 s`, `reconnecting` or `not retried`.
+    package var action: String
+
+    package init(kind: String, message: String, since: String, action: String) {
+        self.kind = kind
+        self.message = message
+        self.since = since
+        self.action = action
+    }
+
+    /// The line `status` prints: `no device since TIME (retrying every 5 s): MESSAGE`.
+    package var line: String {
+        "\(kind.replacingOccurrences(of: "-", with: " ")) since \(since) (\(action)): \(message)"
+    }
 }
 
 /// The answer to `check`: whether starting a program is shielded now, with the shield screen.

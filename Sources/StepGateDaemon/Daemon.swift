@@ -69,14 +69,24 @@ package final class Daemon {
                 path: configuration.stateDirectory,
                 message: "cannot create the state directory: \(error.localizedDescription)")
         }
+        // Writes a stop or a crash cut off before their rename left only their temporary files.
+        let leftovers = DurableFile.removeLeftovers(in: configuration.stateDirectory)
+        if !leftovers.isEmpty {
+            log.notice(
+                "removed the temporary files of writes that never finished: \(leftovers.joined(separator: ", "))"
+            )
+        }
         stateStore = FilePolicyStateStore(path: configuration.stateDirectory + "/state.json")
         let loaded = stateStore.load()
         if case .failure(let error) = loaded { log.error("\(error); starting locked") }
         lastZone = clock.zoneIdentifier()
         engine = PolicyEngine(configuration: configuration.policy, restoring: loaded, systemZone: lastZone)
+        let clock = clock
         ledger = StepLedger(
             path: configuration.stateDirectory + "/steps.json",
-            clock: .policy(configuration.policy, systemZone: lastZone), warn: { log.warning($0) })
+            clock: .policy(configuration.policy, systemZone: lastZone),
+            saveInterval: Self.historySaveInterval,
+            monotonic: { clock.bootTime() }, warn: { log.warning($0) })
         notices = system.notices(configuration.notifications, log)
         let inbox = inbox
         shields = system.shields(configuration, log) { inbox.post(.shieldsChanged) }
@@ -203,6 +213,9 @@ package final class Daemon {
         return ShieldSet(list)
     }
 
+    /// The longest a counted step waits for `steps.json` (what a SIGKILL or a power cut can lose).
+    package static let historySaveInterval = Duration.seconds(10)
+
     /// Stops or reloads the running loop as SIGTERM and SIGHUP would: for tests and anything
     /// that runs a daemon without signals (``DaemonSystem/isMachine`` false).
     package var handle: DaemonHandle { DaemonHandle(inbox: inbox) }
@@ -246,7 +259,7 @@ package final class Daemon {
                 log.info("exec shield: fanotify group kept in systemd's file descriptor store")
             }
         }
-        let timer = Task { [wake, clock] in await Daemon.runTimer(wake, clock, inbox) }
+        let timer = Task { [wake, savesDue, clock] in await Daemon.runTimer(wake, savesDue, clock, inbox) }
         defer { timer.cancel() }
         let inputTask = startInput()
         defer { inputTask.cancel() }
@@ -257,10 +270,13 @@ package final class Daemon {
         )
 
         for await _ in inbox.rings {
-            for event in inbox.take() {
+            // Files written in batches, first: a turn after their deadline writes them.
+            saveWhatIsDue()
+            let events = inbox.take()
+            for (index, event) in events.enumerated() {
                 switch event {
                 case .steps(let count):
-                    household?.counted(count)
+                    household?.counted(count, at: clock.bootTime())
                     perform(engine.handle(.steps(count), at: clock.now()))
                 case .tick:
                     let zone = clock.zoneIdentifier()
@@ -274,6 +290,8 @@ package final class Daemon {
                     perform(engine.handle(.tick, at: clock.now()))
                 case .shieldsChanged:
                     recheckShields()
+                case .savesDue:
+                    break  // written at the start of the turn
                 case .shieldOutcome(let outcome):
                     handle(outcome)
                 case .request(let request):
@@ -285,7 +303,7 @@ package final class Daemon {
                     if let error = result { log.error("reload: \(error); keeping the old configuration") }
                 case .signal:
                     log.notice("stopping: saving state")
-                    if remoteSteps != nil { saveRemoteSteps(force: true) }
+                    await stopCounting(inputTask, later: events[(index + 1)...])
                     do {
                         try stateStore.save(engine.state)
                     } catch {
@@ -315,7 +333,7 @@ package final class Daemon {
                     case .steps(let count)?:
                         // Steps another host counted: into the history and to the gates.
                         remoteSteps?.add(steps: count)
-                        saveRemoteSteps(force: false)
+                        if let remoteSteps { input.record(remoteSteps) }
                         perform(engine.handle(.steps(count), at: clock.now()))
                     case nil: break
                     }
@@ -323,20 +341,39 @@ package final class Daemon {
             }
             // What changed, to the household (only what differs is sent).
             household?.update(snapshot(clock.now()))
+            savesDue.set([ledger.saveDue, household?.saveDue].compactMap { $0 }.min())
         }
     }
 
-    /// The counter of steps over MQTT (input `{"mqtt": …}`): its ledger and save interval are
-    /// the ones every input counts with.
+    /// The counter of steps over MQTT (input `{"mqtt": …}`): its ledger is the one every input
+    /// counts with.
     private var remoteSteps: StepCounter?
 
-    /// Saves the history of steps over MQTT when due (and at stop), and updates the figures
-    /// `status` shows.
-    private func saveRemoteSteps(force: Bool) {
-        guard var counter = remoteSteps else { return }
-        do { try counter.saveIfDue(force: force) } catch { log.warning("\(error)") }
-        input.record(counter)
-        remoteSteps = counter
+    /// When the next file written in batches is due (the timer wakes the loop for it).
+    private let savesDue = WakeUp()
+
+    /// Writes the files the daemon writes in batches (``SaveDeadline``: `steps.json`,
+    /// `step-sessions.json`) whose deadline has come. Every other file is written when it
+    /// changes.
+    private func saveWhatIsDue() {
+        do { try ledger.saveIfDue() } catch { log.warning("\(error)") }
+        household?.saveIfDue(at: clock.bootTime())
+    }
+
+    /// The first part of a stop: the input stops (so nothing is counted after the history is
+    /// written), the steps it counted and the loop has not taken yet (`later` in this batch, and
+    /// any posted since) go to the gates and the household, and the history is written in full.
+    /// The step sessions are written when the household link stops.
+    private func stopCounting(_ inputTask: Task<Void, Never>, later: ArraySlice<DaemonEvent>) async {
+        inputTask.cancel()
+        await inputTask.value
+        var late = inbox.takeSteps()
+        for case .steps(let count) in later { late += count }
+        if late > 0 {
+            household?.counted(late, at: clock.bootTime())
+            perform(engine.handle(.steps(late), at: clock.now()))
+        }
+        do { try ledger.save() } catch { log.error("\(error)") }
     }
 
     /// Raises the soft descriptor limit to the hard one, so bursts of clients, hooks and
@@ -611,7 +648,7 @@ package final class Daemon {
             stepsToday: counts.today, lastDays: ledger.lastDays(), stores: stores,
             emergencyRemaining: status.emergencyRemaining, problems: status.problems,
             nextChange: nextChange, unenforcedKinds: missing.isEmpty ? nil : missing,
-            mqtt: household?.statusLine)
+            mqtt: household?.statusLine, inputProblem: input.problem(formatter: formatter))
     }
 
     /// Resolves the configured executables (symlinks followed, names looked up on `PATH`).
@@ -656,20 +693,26 @@ package final class Daemon {
 
     // MARK: Producers
 
-    /// Delivers a tick when the armed wake-up is due, and at least once a minute.
-    private static func runTimer(_ wake: WakeUp, _ clock: any DaemonClock, _ inbox: Inbox) async {
+    /// Delivers a tick when the armed wake-up is due, and at least once a minute; wakes the
+    /// loop when a file written in batches is due.
+    private static func runTimer(_ wake: WakeUp, _ saves: WakeUp, _ clock: any DaemonClock, _ inbox: Inbox)
+        async
+    {
         var lastTick = clock.bootTime()
         while !Task.isCancelled {
             // Sleep to the wake-up if it is close, so a relock lands on time; else poll 4 times a
             // second (a newly armed, earlier wake-up is noticed within that).
             var pause = Duration.milliseconds(250)
-            if let due = wake.due { pause = max(.zero, min(pause, due - clock.bootTime())) }
+            for due in [wake.due, saves.due].compactMap({ $0 }) {
+                pause = max(.zero, min(pause, due - clock.bootTime()))
+            }
             try? await clock.sleep(for: pause)
             let now = clock.bootTime()
             if wake.takeIfDue(now) || now - lastTick >= .seconds(60) {
                 lastTick = now
                 inbox.post(.tick)
             }
+            if saves.takeIfDue(now) { inbox.post(.savesDue) }
         }
     }
 
@@ -698,10 +741,12 @@ package final class Daemon {
                 : "steps from \(prefix) over MQTT"
             return Task {}
         }
+        let clock = clock
         return Task.detached {
             await Daemon.count(
-                from: { try open(input, log) }, again: again, detector: detector, ledger: ledger,
-                statistics: statistics, log: log, inbox)
+                from: { try open(input, log) }, input: input, again: again, detector: detector,
+                ledger: ledger,
+                statistics: statistics, clock: clock, log: log, inbox)
         }
     }
 
@@ -709,15 +754,30 @@ package final class Daemon {
     /// them to the loop. With `again`, a source that fails to open or ends is opened again
     /// every 5 s (the sensor may appear later; udev also starts the service on hotplug).
     private static func count(
-        from open: () throws -> any SampleSource, again: Bool, detector: DetectorConfiguration,
-        ledger: StepLedger?, statistics: InputStatistics, log: Logger, _ inbox: Inbox
+        from open: () throws -> any SampleSource, input: DaemonConfiguration.Input, again: Bool,
+        detector: DetectorConfiguration, ledger: StepLedger?, statistics: InputStatistics,
+        clock: any DaemonClock, log: Logger, _ inbox: Inbox
     ) async {
         var counter = StepCounter(configuration: detector, ledger: ledger)
         statistics.record(counter)
         var reported: String?
+        /// What `status` says while the input cannot be read: since the first failure of a kind.
+        func failed(_ kind: String, _ message: String) {
+            let since = ISO8601DateFormatter().string(from: clock.now().wall)
+            let action = again ? "retrying every 5 s" : "not retried"
+            statistics.reading.withLock {
+                let same = $0.problem?.kind == kind
+                $0 = (
+                    InputProblem(
+                        kind: kind, message: message, since: same ? $0.problem!.since : since, action: action),
+                    nil
+                )
+            }
+        }
         while !Task.isCancelled {
             do {
                 let source = try open()
+                statistics.reading.withLock { $0 = (nil, source) }
                 reported = nil
                 log.notice("reading \(source.name)")
                 counter.restart(input: source.input)
@@ -730,12 +790,19 @@ package final class Daemon {
                     return true
                 }
                 statistics.record(counter)
-                guard again else { return inbox.post(.inputEnded(nil)) }
-                if !Task.isCancelled { inbox.post(.inputEnded("the accelerometer stream ended")) }
+                guard again else {
+                    statistics.reading.withLock { $0.source = nil }
+                    return inbox.post(.inputEnded(nil))
+                }
+                if !Task.isCancelled {
+                    failed("failed", "the accelerometer stream ended")
+                    inbox.post(.inputEnded("the accelerometer stream ended"))
+                }
             } catch is CancellationError {
                 return
             } catch {
                 statistics.record(counter)
+                failed(problemKind(error, input: input), "\(error)")
                 guard again else { return inbox.post(.inputEnded("\(error)")) }
                 let message = "\(error)"
                 if message != reported {
@@ -749,6 +816,20 @@ package final class Daemon {
 }
 
 @available(*, unavailable) extension Daemon: Sendable {}
+
+/// What kind of input problem an error is, for `status`: `no-device`, `no-permission`,
+/// `missing-file` (a replay's recording) or `failed`.
+func problemKind(_ error: any Error, input: DaemonConfiguration.Input) -> String {
+    if let error = error as? IIOError {
+        if error.isPermissionDenied { return "no-permission" }
+        return [ENOENT, ENODEV, ENXIO].contains(error.code) ? "no-device" : "failed"
+    }
+    if case .replay(let path, _) = input, let error = error as? RecordingError, error.kind == .cannotOpen {
+        if access(path, F_OK) != 0 && errno == ENOENT { return "missing-file" }
+        if access(path, R_OK) != 0 && (errno == EACCES || errno == EPERM) { return "no-permission" }
+    }
+    return "failed"
+}
 
 /// Reaches a running ``Daemon``'s loop from another task.
 package struct DaemonHandle: Sendable {

@@ -36,8 +36,8 @@ final class HouseholdLink {
     /// Shared steps, sending (`shareSteps`): the sessions and where they are kept.
     private var sender: SharedStepSender?
     private let senderFile: String
-    private var senderSaved = ContinuousClock.now
-    private var senderUnsaved = false
+    /// When the sessions must be on disk (on the daemon's boot clock): 5 s after a count.
+    private var senderDeadline = SaveDeadline(interval: .seconds(5))
     /// Sessions too old to keep, to remove from the broker at start.
     private var droppedSessions: [String] = []
     /// Shared steps, receiving (input `{"mqtt": PREFIX}`): the source's prefix, the totals
@@ -107,7 +107,7 @@ final class HouseholdLink {
                         topic: StepSession.topic(prefix: topics.prefix, session: session), payload: [],
                         retain: true))
             }
-            saveSender(force: true)
+            saveSender()
         }
         for message in topics.discoveryMessages(stores: stores) { client.publish(message) }
         update(snapshot)
@@ -175,14 +175,23 @@ final class HouseholdLink {
 
     // MARK: Shared steps
 
-    /// Steps this host counted: into the current session's total, published.
-    func counted(_ count: Int) {
+    /// Steps this host counted (at `now` on the daemon's boot clock): into the current
+    /// session's total, published; on disk by ``saveDue``.
+    func counted(_ count: Int, at now: Duration) {
         guard var sender, count > 0 else { return }
         sender.add(count)
         self.sender = sender
         publish(sender.current)
-        senderUnsaved = true
-        saveSender(force: false)
+        senderDeadline.changed(at: now)
+    }
+
+    /// When the step sessions must be written (``saveIfDue(at:)``); nil when they are on disk.
+    var saveDue: Duration? { senderDeadline.due }
+
+    /// Writes the step sessions when they are due at `now`.
+    func saveIfDue(at now: Duration) {
+        guard senderDeadline.isDue(at: now) else { return }
+        if !saveSender() { senderDeadline.failed(at: now) }
     }
 
     private func publish(_ session: StepSession) {
@@ -192,18 +201,19 @@ final class HouseholdLink {
                 text: session.payload(at: Date()), retain: true))
     }
 
-    /// The sessions on disk at most every 5 s while steps come (and at stop): a host that loses
-    /// power loses at most the last 5 s of its total; a gate never counts a step twice for it.
-    private func saveSender(force: Bool) {
-        guard let sender, force || (senderUnsaved && ContinuousClock.now - senderSaved >= .seconds(5)) else {
-            return
-        }
-        senderSaved = .now
-        senderUnsaved = false
+    /// The sessions on disk at most 5 s after steps were counted (``SaveDeadline``), and at
+    /// stop: a host that loses power loses at most the last 5 s of its total; a gate never counts
+    /// a step twice for it. False when the write failed.
+    @discardableResult
+    private func saveSender() -> Bool {
+        guard let sender else { return true }
         do {
             try DurableFile.writeAtomically(StepSessionFile.encode(sender.sessions), to: senderFile)
+            senderDeadline.written()
+            return true
         } catch {
             log.warning("mqtt: cannot save the step sessions: \(error)")
+            return false
         }
     }
 
@@ -339,7 +349,7 @@ final class HouseholdLink {
 
     /// Says `offline` and disconnects cleanly; keeps the step sessions.
     func stop() {
-        saveSender(force: true)
+        saveSender()
         client.stop(goodbye: [topics.offline])
     }
 }

@@ -1,6 +1,8 @@
 import Counting
+import Foundation
 @preconcurrency import Glibc
 import Household
+import SensorInput
 import Shields
 import Synchronization
 
@@ -12,6 +14,8 @@ enum DaemonEvent: Sendable {
     case steps(Int)
     /// Time to deliver a `.tick` (a wake-up is due, or a minute passed).
     case tick
+    /// A file written in batches is due (the loop writes it at the start of its turn).
+    case savesDue
     case request(ControlRequest)
     /// A signal: SIGTERM/SIGINT stop, SIGHUP reloads.
     case signal(Int32)
@@ -34,6 +38,7 @@ final class Inbox: Sendable {
     private struct Pending {
         var steps = 0
         var tick = false
+        var savesDue = false
         var stop: Int32?
         var reload = false
         var shieldsChanged = false
@@ -65,6 +70,7 @@ final class Inbox: Sendable {
             switch event {
             case .steps(let count): p.steps += count
             case .tick: p.tick = true
+            case .savesDue: p.savesDue = true
             case .request(let request): p.requests.append(request)
             case .signal(SIGHUP): p.reload = true
             case .signal(let number): p.stop = p.stop ?? number
@@ -94,6 +100,7 @@ final class Inbox: Sendable {
             events += p.outcomes.map { .shieldOutcome($0) }
             if p.shieldsChanged { events.append(.shieldsChanged) }
             if p.tick { events.append(.tick) }
+            if p.savesDue { events.append(.savesDue) }
             if p.steps > 0 { events.append(.steps(p.steps)) }
             if case .some(let reason) = p.inputEnded { events.append(.inputEnded(reason)) }
             events += p.requests.map { .request($0) }
@@ -106,6 +113,14 @@ final class Inbox: Sendable {
         }
     }
 
+    /// Takes only the steps posted and not taken yet (at a stop, once the input has stopped).
+    func takeSteps() -> Int {
+        pending.withLock { p in
+            defer { p.steps = 0 }
+            return p.steps
+        }
+    }
+
     func finish() { doorbell.finish() }
 }
 
@@ -113,6 +128,8 @@ final class Inbox: Sendable {
 final class WakeUp: Sendable {
     private let at = Mutex<Duration?>(nil)
     func arm(_ monotonic: Duration) { at.withLock { $0 = monotonic } }
+    /// Arms the wake-up at `monotonic`, or clears it.
+    func set(_ monotonic: Duration?) { at.withLock { $0 = monotonic } }
     var due: Duration? { at.withLock { $0 } }
     /// Clears the wake-up if it is due at `now`, in one step (an earlier read and a later clear
     /// could lose a wake-up armed between them); true when it was due.
@@ -129,6 +146,19 @@ final class WakeUp: Sendable {
 final class InputStatistics: Sendable {
     /// Samples read and steps counted since start, and today's steps (from the ledger).
     let counts = Mutex<(samples: Int, steps: Int, today: Int)>((0, 0, 0))
+    /// Why the input cannot be opened (set by the input task), and the source being read (which
+    /// may be interrupted: a device lost and reconnecting).
+    let reading = Mutex<(problem: InputProblem?, source: (any SampleSource)?)>((nil, nil))
+
+    /// The input's problem now: opening it failed, or the source read is interrupted.
+    func problem(formatter: ISO8601DateFormatter) -> InputProblem? {
+        let (problem, source) = reading.withLock { $0 }
+        if let problem { return problem }
+        guard let lost = source?.interruption else { return nil }
+        return InputProblem(
+            kind: "device-lost", message: lost.reason,
+            since: formatter.string(from: Date(timeIntervalSince1970: lost.since)), action: "reconnecting")
+    }
 
     func record(_ counter: StepCounter) {
         counts.withLock { $0 = (counter.samples, counter.steps, counter.today) }

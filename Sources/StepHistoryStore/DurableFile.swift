@@ -189,6 +189,51 @@ public enum DurableFile {
         if calls.fsync(dfd) != 0 { throw .errno("cannot fsync directory", directory) }
     }
 
+    /// Removes the temporary files of writes that never finished (the process was killed, or the
+    /// power cut, between creating the temporary file and renaming it): regular files in
+    /// `folder` named as ``writeAtomically(_:to:mode:)`` names them, `NAME.tmp-` and 16
+    /// lowercase hex digits, and, with `file`, only those of that file. Nothing else is touched,
+    /// and no link is followed. Call it before the first write, in a folder that is the
+    /// caller's own.
+    ///
+    /// - Returns: The names removed.
+    @discardableResult
+    public static func removeLeftovers(in folder: String, of file: String? = nil) -> [String] {
+        let dfd = open(folder, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard dfd >= 0 else { return [] }
+        guard let listing = fdopendir(dfd) else {
+            close(dfd)
+            return []
+        }
+        defer { closedir(listing) }
+        var removed: [String] = []
+        while let entry = readdir(listing) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { bytes in
+                String(decoding: bytes.prefix { $0 != 0 }, as: UTF8.self)
+            }
+            guard let base = leftoverBase(name), file == nil || base == file else { continue }
+            var info = stat()
+            guard fstatat(dfd, name, &info, AT_SYMLINK_NOFOLLOW) == 0, info.st_mode & S_IFMT == S_IFREG,
+                unlinkat(dfd, name, 0) == 0
+            else { continue }
+            removed.append(name)
+        }
+        return removed.sorted()
+    }
+
+    /// The file a temporary file's name belongs to (`steps.json` for
+    /// `steps.json.tmp-0123456789abcdef`), or nil for any other name.
+    static func leftoverBase(_ name: String) -> String? {
+        let bytes = Array(name.utf8)
+        let marker = Array(".tmp-".utf8)
+        guard bytes.count > marker.count + 16 else { return nil }
+        let suffix = bytes.suffix(16)
+        guard suffix.allSatisfy({ (0x30...0x39).contains($0) || (0x61...0x66).contains($0) }),
+            Array(bytes.dropLast(16).suffix(marker.count)) == marker
+        else { return nil }
+        return String(decoding: bytes.dropLast(16 + marker.count), as: UTF8.self)
+    }
+
     /// 64 random bits in hex, from the system's random source.
     private static func randomSuffix() -> String {
         var generator = SystemRandomNumberGenerator()

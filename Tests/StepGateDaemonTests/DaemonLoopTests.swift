@@ -141,6 +141,8 @@ struct Loop {
     let clock: TestClock
     let shield: RecordingShield
     let endpoint: LocalControlEndpoint
+    /// Stops the loop as SIGTERM does.
+    var handle: DaemonHandle?
 
     func status() async throws -> [String: Any] {
         try parse(
@@ -169,10 +171,13 @@ struct Loop {
 /// `body`, then stops the loop and waits for it to return. `notifications` and `shields` are the
 /// config's sections of those names (JSON; the shields used are the test's all the same),
 /// `notices` how the loop makes its desktop notices; `clock` one that goes on from an earlier
-/// loop (a restart within the boot).
+/// loop (a restart within the boot); `input` the config's input (JSON) instead of the walk,
+/// `open` how the loop opens it (by default the walk, or nothing).
 func withLoop(
     goal: Int, minutes: Int, stores: [String], failing: Set<String> = [], folder: URL? = nil,
     walk: Bool = true, notifications: String? = nil, shields: String? = nil, clock: TestClock? = nil,
+    mqtt: String? = nil, input: String? = nil,
+    open: (@Sendable (DaemonConfiguration.Input, Logger) throws -> any SampleSource)? = nil,
     notices: (@Sendable (NoticeSettings, Logger) -> DesktopNotices)? = nil,
     _ body: (Loop) async throws -> Void
 ) async throws {
@@ -185,23 +190,25 @@ func withLoop(
     }.joined(separator: ",")
     let recording = Fixtures.samples.appendingPathComponent("walk-wrist-100.csv").path
     let config = """
-        { "input": { "replay": "\(recording)", "speed": 1000 },
+        { "input": \(input ?? #"{ "replay": "\#(recording)", "speed": 1000 }"#),
           "policy": { "stores": { \(storesJSON) } },
           "stateDirectory": "\(folder.path)/state", "controlSocket": "\(folder.path)/unused.sock"
           \(notifications.map { ", \"notifications\": \($0)" } ?? "")
-          \(shields.map { ", \"shields\": \($0)" } ?? "") }
+          \(shields.map { ", \"shields\": \($0)" } ?? "")
+          \(mqtt.map { ", \"mqtt\": \($0)" } ?? "") }
         """
     let path = folder.path + "/stepgate.json"
     try config.write(toFile: path, atomically: true, encoding: .utf8)
     let configuration = try DaemonConfiguration.load(path: path)
 
-    let loop = Loop(
+    var loop = Loop(
         clock: clock ?? TestClock(), shield: RecordingShield(failing: failing),
         endpoint: LocalControlEndpoint())
     var system = DaemonSystem(
         clock: loop.clock, control: { [endpoint = loop.endpoint] _ in endpoint },
         shields: { [shield = loop.shield] _, _, _ in ShieldSet([shield]) },
-        source: { input, _ in
+        source: { input, log in
+            if let open { return try open(input, log) }
             guard walk, case .replay(let path, let speed) = input else { return Silence() }
             return try RecordingSource(path: path, speed: speed)
         },
@@ -211,6 +218,7 @@ func withLoop(
     let daemon = try Daemon(
         configuration: configuration, configPath: path, log: Logger(level: .error), system: system)
     let handle = daemon.handle
+    loop.handle = handle
     let running = Task { try await daemon.run() }
     do {
         _ = try await loop.waitForStatus { $0["ok"] as? Bool == true }
@@ -223,6 +231,12 @@ func withLoop(
     handle.stop()
     try await running.value
 }
+
+/// How a test's loop opens its input.
+typealias Opener = @Sendable (DaemonConfiguration.Input, Logger) throws -> any SampleSource
+
+/// Opens `source`, whatever the configuration says.
+func opening(_ source: any SampleSource) -> Opener { { _, _ in source } }
 
 /// An input that never produces a sample.
 struct Silence: SampleSource {

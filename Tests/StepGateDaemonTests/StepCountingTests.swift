@@ -37,10 +37,10 @@ import Testing
     func theLedgerIsSavedAtTheEnd() async throws {
         let folder = try Fixtures.temporaryFolder()
         let path = folder.path + "/steps.json"
-        let ledger = StepLedger(path: path, warn: { Issue.record("unexpected warning: \($0)") })
+        let ledger = StepLedger(
+            path: path, saveInterval: .seconds(3600), warn: { Issue.record("unexpected warning: \($0)") })
         ledger.add(40)
-        var counter = StepCounter(
-            configuration: DetectorConfiguration(), ledger: ledger, saveInterval: .seconds(3600))
+        var counter = StepCounter(configuration: DetectorConfiguration(), ledger: ledger)
         try await countSteps(from: RecordingSource(path: walk, speed: 1000), into: &counter, log: Logger()) {
             _, _, _ in true
         }
@@ -53,9 +53,9 @@ import Testing
     func stoppingEarlySaves() async throws {
         let folder = try Fixtures.temporaryFolder()
         let path = folder.path + "/steps.json"
-        let ledger = StepLedger(path: path, warn: { Issue.record("unexpected warning: \($0)") })
-        var counter = StepCounter(
-            configuration: DetectorConfiguration(), ledger: ledger, saveInterval: .seconds(3600))
+        let ledger = StepLedger(
+            path: path, saveInterval: .seconds(3600), warn: { Issue.record("unexpected warning: \($0)") })
+        var counter = StepCounter(configuration: DetectorConfiguration(), ledger: ledger)
         try await countSteps(from: RecordingSource(path: walk, speed: 1000), into: &counter, log: Logger()) {
             _, _, counter in counter.steps < 20
         }
