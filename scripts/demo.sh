@@ -8,7 +8,7 @@ root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
 stepgate="${STEPGATE_DEMO_BINARY:-}"
 if [ -z "$stepgate" ]; then
-    bash scripts/install-deps.sh
+    bash scripts/install-deps.sh --build  # only what building needs: no broker, no test tools
     swift build -c release >&2  # both executables: stepgate and stepgate-full
     stepgate="$root/.build/release/stepgate"
 fi

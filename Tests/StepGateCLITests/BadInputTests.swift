@@ -178,6 +178,51 @@ struct BadInputTests {
     }
 
     /// 19: the demo resolves the files it is given from where it was run.
+    /// The demo installs only what building needs (no broker, no test tools); the test script's
+    /// full install leaves no mosquitto service enabled or running where it installed mosquitto.
+    /// Runs the script with stand-ins for dpkg-query (nothing installed), apt-get, systemctl,
+    /// deb-systemd-helper, service and sudo on PATH that record their calls.
+    @Test func installDependenciesLeavesNoBrokerRunning() throws {
+        try withTemporaryFolder { folder in
+            let bin = folder.appendingPathComponent("bin")
+            try FileManager.default.createDirectory(at: bin, withIntermediateDirectories: true)
+            let log = folder.appendingPathComponent("calls").path
+            for name in ["apt-get", "systemctl", "deb-systemd-helper", "service", "swift"] {
+                try "#!/bin/sh\necho \"\(name) $*\" >> '\(log)'\n".write(
+                    to: bin.appendingPathComponent(name), atomically: true, encoding: .utf8)
+            }
+            try "#!/bin/sh\nexit 1\n".write(
+                to: bin.appendingPathComponent("dpkg-query"), atomically: true, encoding: .utf8)
+            try "#!/bin/sh\nexec \"$@\"\n".write(
+                to: bin.appendingPathComponent("sudo"), atomically: true, encoding: .utf8)
+            for name in [
+                "apt-get", "systemctl", "deb-systemd-helper", "service", "swift", "dpkg-query", "sudo",
+            ] {
+                chmod(bin.appendingPathComponent(name).path, 0o755)
+            }
+            let script = Fixtures.packageRoot.appendingPathComponent("scripts/install-deps.sh").path
+            let path = "PATH=\(bin.path):/usr/bin:/bin"
+            func calls(_ arguments: [String]) throws -> [String] {
+                try? FileManager.default.removeItem(atPath: log)
+                let result = try runProcess(
+                    URL(fileURLWithPath: "/usr/bin/env"), [path, "bash", script] + arguments,
+                    directory: folder)
+                #expect(result.status == 0, "\(result.standardError)")
+                return (try? String(contentsOfFile: log, encoding: .utf8))?.split(separator: "\n").map(
+                    String.init) ?? []
+            }
+            let build = try calls(["--build"])
+            let buildInstall = try #require(build.first { $0.hasPrefix("apt-get install") })
+            #expect(buildInstall.hasSuffix("libiio-dev libsystemd-dev libmosquitto-dev"), "\(build)")
+            #expect(!build.contains { $0.contains("mosquitto.service") })
+            let all = try calls([])
+            let install = try #require(all.first { $0.hasPrefix("apt-get install") })
+            #expect(install.contains(" mosquitto") && install.contains(" dbus-daemon"), "\(all)")
+            let disabled = all.contains { $0.contains("disable") && $0.contains("mosquitto.service") }
+            #expect(disabled, "installing mosquitto left its service enabled: \(all)")
+        }
+    }
+
     @Test func demoScriptResolvesFilesFromTheCallersFolder() throws {
         try withTemporaryFolder { folder in
             try FileManager.default.copyItem(
