@@ -639,10 +639,7 @@ package final class Daemon {
             kinds.formUnion(store.selection.targets.map(\.kind))
         }
         let missing = shields.unenforcedKinds.intersection(used).map(\.rawValue).sorted()
-        let nextChange = wake.due.map { due in
-            let seconds = Double((due - now.monotonic).components.seconds)
-            return formatter.string(from: now.wall.addingTimeInterval(max(0, seconds)))
-        }
+        let nextChange = status.nextChange.map(formatter.string(from:))
         return StatusReply(
             ok: true, input: inputState, samples: counts.samples, stepsSinceStart: counts.steps,
             stepsToday: counts.today, lastDays: ledger.lastDays(), stores: stores,

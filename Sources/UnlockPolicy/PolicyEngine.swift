@@ -21,6 +21,9 @@ public struct PolicyEngine: Sendable {
     private var scheduleCacheUntil: Int64 = .min
     private var nextLedgerEvent: Int64 = .min
     private var nextWallEvent: Int64 = .min
+    /// The next ledger and wall times at which what the policy holds changes (a window's end, a
+    /// schedule boundary, a new day), without the relock warnings due before them.
+    private var nextChangeEvents: (ledger: Int64, wall: Int64) = (.max, .max)
     private var lastEvaluationWall: Int64 = .max
     private var needsEvaluation = true
     private var dirty = false
@@ -490,6 +493,7 @@ public struct PolicyEngine: Sendable {
         }
         nextLedgerEvent = ledgerEvent
         nextWallEvent = wallEvent
+        nextChangeEvents = (ledgerEvent, wallEvent)
         updateDesired()
         warnBeforeRelocks()
     }
@@ -1249,8 +1253,16 @@ public struct PolicyEngine: Sendable {
             stores.append(entry)
         }
         let used = state.emergencyUses.filter { restraintLedger - $0.stamp.ledger < Self.week }.count
-        return PolicyStatus(
+        var status = PolicyStatus(
             stores: stores, emergencyRemaining: max(0, configuration.emergency.perWeek - used),
             problems: problems)
+        // The next thing the policy does by itself (a relock, a schedule's start or end, a new
+        // day), not the saves and retries it wakes up for as well.
+        var next: Int64?
+        let (ledgerEvent, wallEvent) = nextChangeEvents
+        if ledgerEvent != .max && ledgerEvent != .min { next = wall + ledgerEvent - state.ledger }
+        if wallEvent != .max && wallEvent != .min { next = min(next ?? wallEvent, wallEvent) }
+        status.nextChange = next.map(dateFromMillis)
+        return status
     }
 }

@@ -161,6 +161,9 @@ public struct PolicyStatus: Sendable, Hashable, CustomStringConvertible {
     public var emergencyRemaining: Int
     /// Why the policy locked or distrusts something (fail-closed reasons), newest last.
     public var problems: [String]
+    /// When the policy next changes something by itself (a relock, a schedule boundary, a new
+    /// day for daily goals), if it will.
+    public var nextChange: Date?
 
     public var description: String {
         var lines: [String] = []

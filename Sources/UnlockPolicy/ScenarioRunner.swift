@@ -312,7 +312,7 @@ public struct ScenarioRunner {
     {
         try o.rejectUnknownKeys(allowed: [
             "shielded", "open", "owners", "emergencyRemaining", "problem", "noProblem", "events",
-            "noEvents", "unlockedUntil", "steps", "nextGoal",
+            "noEvents", "unlockedUntil", "steps", "nextGoal", "nextChange",
         ])
         let status = sim.engine.status(at: sim.instant)
         let configuration = sim.engine.configuration
@@ -398,6 +398,13 @@ public struct ScenarioRunner {
                         path: "expect.unlockedUntil.\(name)",
                         message: "unlocked until \(actual ?? "never"), expected \(text)")
                 }
+            }
+        }
+        if let text = try o.optionalString("nextChange") {
+            let actual = status.nextChange.map { formatISO8601(millisFromDate($0)) }
+            guard actual == text else {
+                throw JSONPathError(
+                    path: "expect.nextChange", message: "next change at \(actual ?? "never"), expected \(text)")
             }
         }
         if let steps = try o.optionalObject("steps") {
