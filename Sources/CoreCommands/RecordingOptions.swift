@@ -6,16 +6,17 @@ public enum RecordingOptions {
     /// `--format`: a detected format, forced.
     public static let format = OptionSpec.option(
         "format", "format",
-        help:
-            "Read every file as this format: \(RecordingFormat.named.map(\.rawValue).joined(separator: ", "))."
+        help: "Read the recordings as this format instead of detecting it: "
+            + "\(RecordingFormat.named.map(\.rawValue).joined(separator: ", "))."
     )
 
     /// `--columns`: the columns of any other delimited file (``ColumnLayout``).
     public static let columns = OptionSpec.option(
         "columns", "layout",
         help:
-            "Read every file by these columns: \(ColumnLayout.syntax); a COLUMN is a header name or a "
-            + "number from 1.")
+            "Read the recordings by these columns (files no format is detected for): \(ColumnLayout.syntax), "
+            + "where a COLUMN is a header name or a number from 1, the time's UNIT s, ms, us or ns, the "
+            + "values' UNIT g, m/s2 or counts:<per-g>, and D comma, semicolon, tab, space or one character.")
 
     /// `--units`: the unit of the axis columns, forced.
     public static let units = OptionSpec.option(

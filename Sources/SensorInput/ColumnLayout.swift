@@ -63,9 +63,7 @@ public struct ColumnLayout: Sendable, Hashable, CustomStringConvertible {
     public var delimiter: UInt8?
 
     /// The syntax, for help texts and errors.
-    public static let syntax =
-        "time=COLUMN:s|ms|us|ns,x=COLUMN,y=COLUMN,z=COLUMN,unit=g|m/s2|counts:<per-g>"
-        + "[,delimiter=comma|semicolon|tab|space|<character>]"
+    public static let syntax = "time=COLUMN:UNIT,x=COLUMN,y=COLUMN,z=COLUMN,unit=UNIT[,delimiter=D]"
 
     /// Creates a layout.
     public init(

@@ -44,7 +44,7 @@ struct ColumnLayoutTests {
     }
 
     @Test(arguments: [
-        ("time=t:s,x=a,y=b", "missing z=COLUMN, unit=UNIT (expected time=COLUMN:s|ms|us|ns,"),
+        ("time=t:s,x=a,y=b", "missing z=COLUMN, unit=UNIT (expected time=COLUMN:UNIT,x=COLUMN,"),
         ("x=a,y=b,z=c,unit=g", "missing time=COLUMN:UNIT (expected"),
         ("time=t,x=a,y=b,z=c,unit=g", "time=t: expected COLUMN:UNIT with UNIT s, ms, us or ns"),
         ("time=t:min,x=a,y=b,z=c,unit=g", "time=t:min: expected COLUMN:UNIT with UNIT s, ms, us or ns"),

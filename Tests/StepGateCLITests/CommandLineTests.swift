@@ -55,7 +55,7 @@ struct CommandLineTests {
         (
             ["replay", "x.csv", "--columns", "time=t:s,x=a"],
             "invalid value 'time=t:s,x=a' for '--columns': missing y=COLUMN, z=COLUMN, unit=UNIT (expected "
-                + "time=COLUMN:s|ms|us|ns,x=COLUMN,y=COLUMN,z=COLUMN,unit=g|m/s2|counts:<per-g>"
+                + "time=COLUMN:UNIT,x=COLUMN,y=COLUMN,z=COLUMN,unit=UNIT[,delimiter=D])"
         ),
         (
             ["replay", "x.csv", "--format", "bangle", "--columns", "time=t:s,x=a,y=b,z=c,unit=g"],
