@@ -1,7 +1,7 @@
 // libFuzzer target for RecordingReader. Built and run by Fuzz/run.sh, not by SwiftPM.
 //
 // Every input is read several ways: detected format and one forced format (chosen from the
-// first byte), with and without skipBadRows, with whole reads and with 1–7-byte reads, and
+// first byte; for the columns format, with a column layout), with and without skipBadRows, with whole reads and with 1–7-byte reads, and
 // with tiny buffers that force over-long lines. Besides "no crash", it checks the reader's
 // promises: timestamps never decrease; samples are finite; reading in small pieces changes
 // nothing; skipBadRows never throws a row-level error and never yields fewer samples than
@@ -24,6 +24,16 @@ public func fuzzRecordingReader(_ data: UnsafePointer<UInt8>?, _ size: Int) -> I
         var strictSamples = 0
         for skip in [false, true] {
             var options = RecordingReader.Options(format: format, unit: unit, skipBadRows: skip)
+            if format == .columns {
+                // Numbered columns (the first line may be data) or named ones (a header).
+                options.columns =
+                    size % 2 == 0
+                    ? ColumnLayout(
+                        time: .index(1), timeUnit: .ms, x: .index(2), y: .index(3), z: .index(5), unit: .g)
+                    : ColumnLayout(
+                        time: .name("time"), timeUnit: .s, x: .name("x"), y: .index(3), z: .name("z"),
+                        unit: .metersPerSecondSquared, delimiter: UInt8(ascii: ";"))
+            }
             options.bufferSize = 8192  // larger than any input (-max_len=4096): no line too long
             let whole = read(bytes, options)
 

@@ -35,6 +35,8 @@ if [ -d "$data" ]; then
         > "$seeds/physics-multi.csv"
     head -c 1500 "$data/formats/androsensor/tez4__fhnw-ds-cdl1__walking_test_jg.csv" > "$seeds/androsensor.csv"
 fi
+head -c 3000 Tests/SensorInputTests/Exports/sensorlog-2022-09-27_12_59_37-head.csv > "$seeds/sensorlog.csv"
+printf 'time;x;y;z\n0.5;0;;9.8\n1;NaN;NaN;NaN\n' > "$seeds/columns.csv"
 printf 'time_s,x_g,y_g,z_g\n0.000000000,0.1,-0.98765,1e-05\n0.010000000,0.2,-0.9,0.0\n' > "$seeds/stepgate.csv"
 printf '"Time (s)";"X (m/s^2)";"Y (m/s^2)";"Z (m/s^2)"\n-1.8E-3;9.849455833E0;NaN;2.0E-1\n0.0;1.024176513E1;0.1;0.2\n' \
     > "$seeds/phyphox.csv"
@@ -52,6 +54,12 @@ cat > "$out/csv.dict" <<'DICT'
 "\"Acceleration x (m/s^2)\""
 "\"Linear Acceleration x (m/s^2)\""
 "X (m/s^2)"
+"ACCELEROMETER X (m/s\xc2\xb2)"
+"LINEAR ACCELERATION X (m/s\xc2\xb2)"
+"Time since start in ms "
+"accelerometerTimestamp_sinceReboot(s)"
+"accelerometerAccelerationX(G)"
+"loggingTime(txt)"
 "sep=;"
 "NaN"
 "inf"

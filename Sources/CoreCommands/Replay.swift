@@ -14,20 +14,20 @@ public struct ReplayArguments: Sendable {
             Reads each recording with the same detector the live pipeline runs and prints its step \
             count, then the total. Formats are detected from the header and the first rows: \
             StepGate (time_s,x_g,y_g,z_g), Bangle.js (Time (ms),X,Y,Z), Android/Oxford \
-            (timestamp_ns,accuracy,x,y,z), phyphox and Sensor Logger exports.
+            (timestamp_ns,accuracy,x,y,z), phyphox, Sensor Logger, Physics Toolbox, AndroSensor and \
+            SensorLog (iOS) exports. Any other delimited file is read with --columns, which names \
+            the time column and its unit (s, ms, us or ns), the x, y and z columns (acceleration \
+            with gravity, as a phone's accelerometer gives it) and their unit (g, m/s2 or \
+            counts:<per-g>), and the delimiter when it is not the most frequent of , ; and TAB in \
+            the header, for example --columns 'time=Time_ms:ms,x=ax,y=ay,z=az,unit=m/s2,delimiter=;'. \
+            A column is a header name (any case) or a number from 1; when all four are numbers, a \
+            first line of numbers is data, not a header.
             """,
         arguments: [ArgumentHelp("<file>...", help: "Recordings to count.")],
         options: [
             .option("config", "file", help: "Detector configuration (JSON); defaults otherwise."),
-            .option(
-                "format", "format",
-                help:
-                    "Read every file as this format: \(RecordingFormat.allCases.map(\.rawValue).joined(separator: ", "))."
-            ),
-            .option("units", "unit", help: "Unit of the axis columns: g, m/s2 or counts:<per-g>."),
-            .flag(
-                "skip-bad-rows", help: "Skip malformed rows (reported on standard error) instead of stopping."
-            ),
+            RecordingOptions.format, RecordingOptions.columns, RecordingOptions.units,
+            RecordingOptions.skipBadRows,
             .flag(
                 "events", help: "Print one JSON line per step: file, time (s from the first sample), count."),
             .flag("json", help: "Print one JSON line per file and one for the total."),
@@ -63,12 +63,7 @@ public struct ReplayArguments: Sendable {
         files = arguments.positionals
         guard !files.isEmpty else { throw UsageError("missing expected argument '<file>...'") }
         configPath = arguments.value("config")
-        let format = try arguments.value(
-            "format", expected: RecordingFormat.allCases.map(\.rawValue).joined(separator: ", "),
-            RecordingFormat.init(rawValue:))
-        let unit = try arguments.value("units", expected: "g, m/s2 or counts:<per-g>", AccelerationUnit.init)
-        options = RecordingReader.Options(
-            format: format, unit: unit, skipBadRows: arguments.flag("skip-bad-rows"))
+        options = try RecordingOptions.parse(arguments)
         events = arguments.flag("events")
         json = arguments.flag("json")
         policyPath = arguments.value("policy")
@@ -159,9 +154,10 @@ public struct ReplayArguments: Sendable {
             found: summary.skipped.total > 0 ? "only rows that were skipped" : "only the header")
     }
 
-    /// Warnings that belong on standard error: skipped rows.
+    /// Notes that belong on standard error: skipped rows, rows without accelerometer values.
     public static func report(_ summary: RecordingSummary, file: String) {
         if summary.skipped.total > 0 { printError("\(file): \(summary.skipped)") }
+        if let note = summary.skipped.withoutAccelerationNote { printError("\(file): \(note)") }
     }
 
     /// The JSON line of one file (`--json`).
@@ -176,6 +172,7 @@ public struct ReplayArguments: Sendable {
         line.add("unit", s.unit.description)
         line.add("gravity_included", s.gravityIncluded)
         line.add("skipped_rows", s.skipped.total)
+        line.add("rows_without_acceleration", s.skipped.withoutAcceleration)
         return line.string
     }
 }

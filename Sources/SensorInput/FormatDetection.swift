@@ -53,6 +53,10 @@ struct DetectedLayout {
     var firstLineIsData: Bool
     /// Sensor Logger's `seconds_elapsed` column, used when `time` is damaged.
     var secondsElapsedColumn: Int?
+    /// Whether a row may hold other sensors' values only (AndroSensor, SensorLog: one row for
+    /// every enabled sensor): then a row whose three axis cells are all empty or NaN is passed
+    /// over and counted, not an error.
+    var rowsMayLackAxes = false
 }
 
 enum FormatDetection {
@@ -129,19 +133,36 @@ enum FormatDetection {
         return String(decoding: shown, as: UTF8.self) + (bytes.count > limit ? "…" : "")
     }
 
-    /// A header name as written: spaces and tabs trimmed.
+    /// A header name as written: spaces and tabs trimmed. Bytes that are not UTF-8 (an export
+    /// re-saved in a legacy encoding) are read as Latin-1, one character each.
     static func trimmedName(_ cell: [UInt8]) -> String {
         var slice = cell[...]
         while let first = slice.first, first == 32 || first == 9 { slice.removeFirst() }
         while let last = slice.last, last == 32 || last == 9 { slice.removeLast() }
-        return String(decoding: slice, as: UTF8.self)
+        return String(validating: slice, as: UTF8.self)
+            ?? String(String.UnicodeScalarView(slice.map { Unicode.Scalar($0) }))
+    }
+
+    /// A lowercased header name without the unit in brackets at its end:
+    /// `accelerometer x (m/s²)` and `accelerometeraccelerationx(g)` → `accelerometer x` and
+    /// `accelerometeraccelerationx`. Formats that write their unit there are matched on this, so
+    /// that a unit damaged by a re-save (`m/s²` → `m/sì`) or spelled another way (`μT`, `µT`)
+    /// does not matter.
+    static func unitFree(_ key: String) -> String {
+        guard key.hasSuffix(")"), let open = key.lastIndex(of: "(") else { return key }
+        var name = key[..<open]
+        while name.last == " " { name.removeLast() }
+        return String(name)
     }
 
     static let tried =
         "a header or first row of stepgate (time_s,x_g,y_g,z_g), bangle (Time (ms),X,Y,Z), "
         + "oxford (no header: timestamp_ns,accuracy,x,y,z), "
         + "phyphox (\"Time (s)\",\"Acceleration x (m/s^2)\",…), "
-        + "sensor-logger (time,seconds_elapsed,z,y,x) or physics-toolbox (time,gFx,gFy,gFz,…)"
+        + "sensor-logger (time,seconds_elapsed,z,y,x), physics-toolbox (time,gFx,gFy,gFz,…), "
+        + "androsensor (ACCELEROMETER X (m/s²);…;Time since start in ms ;…) or "
+        + "sensorlog (…,accelerometerTimestamp_sinceReboot(s),accelerometerAccelerationX(G),…); "
+        + "name the columns of any other file with --columns"
 
     static func canonicalHeader(_ format: RecordingFormat) -> String {
         switch format {
@@ -151,6 +172,12 @@ enum FormatDetection {
         case .phyphox: "\"Time (s)\",\"Acceleration x (m/s^2)\",\"Acceleration y (m/s^2)\",…"
         case .sensorLogger: "time,seconds_elapsed,z,y,x"
         case .physicsToolbox: "time,gFx,gFy,gFz"
+        case .androSensor:
+            "ACCELEROMETER X (m/s²);ACCELEROMETER Y (m/s²);ACCELEROMETER Z (m/s²);…;Time since start in ms "
+        case .sensorLog:
+            "…,accelerometerTimestamp_sinceReboot(s),accelerometerAccelerationX(G),accelerometerAccelerationY(G),"
+                + "accelerometerAccelerationZ(G),…"
+        case .columns: "(named by --columns)"
         }
     }
 
@@ -163,21 +190,32 @@ enum FormatDetection {
             || start == [0xFF, 0xFE] || start == [0xFE, 0xFF]
     }
 
-    /// Decides the format and layout from the first non-blank line.
+    /// Decides the format and layout from the first non-blank line; with `columns`, follows
+    /// them instead (the format is then ``RecordingFormat/columns``).
     static func detect(
         line: [UInt8],
         lineNumber: Int,
         separatorHint: UInt8?,
         path: String,
-        forced: RecordingFormat?
+        forced: RecordingFormat?,
+        columns: ColumnLayout? = nil
     ) throws(RecordingError) -> DetectedLayout {
+        if let columns {
+            return try resolve(
+                columns, line: line, lineNumber: lineNumber, separatorHint: separatorHint, path: path)
+        }
         let separator = separatorHint ?? guessSeparator(line)
         let rawCells = cells(line, separator: separator)
         let names = rawCells.map(trimmedName)
         let keys = names.map { $0.lowercased() }
         let fileName = baseName(path).lowercased()
 
-        let candidates = forced.map { [$0] } ?? RecordingFormat.allCases
+        if forced == .columns {
+            throw RecordingError(
+                kind: .unknownFormat, path: path, line: lineNumber,
+                expected: "the columns of the columns format (--columns)", found: "none")
+        }
+        let candidates = forced.map { [$0] } ?? RecordingFormat.named
         for format in candidates {
             if var detected = match(format, keys: keys, line: line, fileName: fileName) {
                 detected.layout.separator = format == .oxford ? UInt8(ascii: ",") : separator
@@ -200,6 +238,11 @@ enum FormatDetection {
                 kind: .missingHeader, path: path, line: lineNumber,
                 expected: "the \(forced) header '\(canonicalHeader(forced))'", found: "'\(display(line))'")
         }
+        if let export = gravityFreeOnly(keys.map(unitFree)) {
+            throw RecordingError(
+                kind: .unknownFormat, path: path, line: lineNumber, expected: export.expected,
+                found: export.found)
+        }
         throw RecordingError(
             kind: .unknownFormat, path: path, line: lineNumber, expected: tried, found: "'\(display(line))'")
     }
@@ -214,6 +257,91 @@ enum FormatDetection {
             return word
         }
         return nil
+    }
+
+    /// An AndroSensor or SensorLog export (known by its time column) without the accelerometer
+    /// columns, whose gravity-free ones (LINEAR ACCELERATION, motionUserAcceleration) are a
+    /// different signal, not read in their place: what to say.
+    static func gravityFreeOnly(_ bases: [String]) -> (expected: String, found: String)? {
+        if bases.contains("time since start in ms") {
+            return (
+                "the ACCELEROMETER X/Y/Z (m/s²) columns of an AndroSensor export (LINEAR ACCELERATION, "
+                    + "gravity removed, is not read in their place)",
+                "an AndroSensor header without them"
+            )
+        }
+        if bases.contains("loggingtime") && bases.contains("loggingsample") {
+            return (
+                "the accelerometerAcceleration X/Y/Z(G) columns of a SensorLog export (motionUserAcceleration, "
+                    + "gravity removed, is not read in their place)",
+                "a SensorLog header without them"
+            )
+        }
+        return nil
+    }
+
+    /// The layout `columns` gives on the file whose first non-blank line is `line`.
+    static func resolve(
+        _ columns: ColumnLayout, line: [UInt8], lineNumber: Int, separatorHint: UInt8?, path: String
+    ) throws(RecordingError) -> DetectedLayout {
+        let separator = columns.delimiter ?? separatorHint ?? guessSeparator(line)
+        let names = cells(line, separator: separator).map(trimmedName)
+        let keys = names.map { $0.lowercased() }
+        let roles = [("time", columns.time), ("x", columns.x), ("y", columns.y), ("z", columns.z)]
+        var indices: [Int] = []
+        for (role, column) in roles {
+            let given = "\(role)=\(column) in --columns"
+            switch column {
+            case .index(let index):
+                guard index <= names.count else {
+                    throw RecordingError(
+                        kind: .columnNotFound, path: path, line: lineNumber,
+                        expected: "at least \(index) columns (\(given))",
+                        found: "\(names.count): '\(display(line))'")
+                }
+                indices.append(index - 1)
+            case .name(let name):
+                let matches = keys.indices.filter { keys[$0] == name.lowercased() }
+                guard let first = matches.first else {
+                    throw RecordingError(
+                        kind: .columnNotFound, path: path, line: lineNumber,
+                        expected: "a column named '\(name)' (\(given))", found: "'\(display(line))'")
+                }
+                guard matches.count == 1 else {
+                    throw RecordingError(
+                        kind: .ambiguousColumn, path: path, line: lineNumber,
+                        expected: "one column named '\(name)' (\(given); name it by number)",
+                        found: "columns \(matches.map { String($0 + 1) }.joined(separator: ", "))")
+                }
+                indices.append(first)
+            }
+        }
+        for (index, role) in roles.enumerated() {
+            if let other = roles.indices.first(where: { $0 < index && indices[$0] == indices[index] }) {
+                throw RecordingError(
+                    kind: .ambiguousColumn, path: path, line: lineNumber,
+                    expected: "four different columns for time, x, y and z",
+                    found: "\(roles[other].0) and \(role.0) both column \(indices[index] + 1)")
+            }
+        }
+        var rowLayout = layout(
+            time: indices[0], x: indices[1], y: indices[2], z: indices[3], timeShift: columns.timeUnit.shift,
+            perG: columns.unit.perG)
+        rowLayout.separator = separator
+        // With names, the line is their header. With numbers only, it is data when its four
+        // cells are numbers (a header is kept for messages).
+        let named = roles.contains { if case .name = $0.1 { true } else { false } }
+        let isData =
+            !named
+            && line.withUnsafeBufferPointer { bytes in
+                guard let base = bytes.baseAddress else { return false }
+                if case .sample = parseRow(base, bytes.count, rowLayout) { return true }
+                return false
+            }
+        if !isData { rowLayout.columnNames = names }
+        return DetectedLayout(
+            format: .columns, layout: rowLayout, unit: .fixed(columns.unit), gravity: .byMagnitude,
+            firstLineIsData: isData, secondsElapsedColumn: nil)
     }
 
     private static func layout(
@@ -236,13 +364,15 @@ enum FormatDetection {
         _ format: RecordingFormat, keys: [String], line: [UInt8], fileName: String
     ) -> DetectedLayout? {
         func find(_ name: String) -> Int? { keys.firstIndex(of: name) }
+        /// By the name without its unit (AndroSensor and SensorLog write the unit in brackets).
+        func findUnitFree(_ name: String) -> Int? { keys.firstIndex { unitFree($0) == name } }
         func result(
             _ rowLayout: RowLayout, _ unit: DetectedLayout.UnitRule, _ gravity: DetectedLayout.GravityRule,
-            secondsElapsed: Int? = nil
+            secondsElapsed: Int? = nil, rowsMayLackAxes: Bool = false
         ) -> DetectedLayout {
             DetectedLayout(
                 format: format, layout: rowLayout, unit: unit, gravity: gravity, firstLineIsData: false,
-                secondsElapsedColumn: secondsElapsed)
+                secondsElapsedColumn: secondsElapsed, rowsMayLackAxes: rowsMayLackAxes)
         }
         switch format {
         case .stepgate:
@@ -287,6 +417,27 @@ enum FormatDetection {
                 return nil
             }
             return result(layout(time: t, x: x, y: y, z: z, timeShift: 9, perG: 1), .fixed(.g), .included)
+        case .androSensor:
+            // `ACCELEROMETER X (m/s²)`, never `LINEAR ACCELERATION X` (gravity removed); the
+            // columns' places depend on the sensors enabled. `Time since start in ms ` (with a
+            // trailing space) is ms from the start.
+            guard let t = findUnitFree("time since start in ms"), let x = findUnitFree("accelerometer x"),
+                let y = findUnitFree("accelerometer y"), let z = findUnitFree("accelerometer z")
+            else { return nil }
+            let rowLayout = layout(time: t, x: x, y: y, z: z, timeShift: 6, perG: standardGravity)
+            return result(rowLayout, .fixed(.metersPerSecondSquared), .included, rowsMayLackAxes: true)
+        case .sensorLog:
+            // `accelerometerAcceleration…(G)`, never `motionUserAcceleration…(G)` (gravity
+            // removed); the accelerometer's own timestamp, seconds since boot.
+            guard let t = findUnitFree("accelerometertimestamp_sincereboot"),
+                let x = findUnitFree("accelerometeraccelerationx"),
+                let y = findUnitFree("accelerometeraccelerationy"),
+                let z = findUnitFree("accelerometeraccelerationz")
+            else { return nil }
+            let rowLayout = layout(time: t, x: x, y: y, z: z, timeShift: 9, perG: 1)
+            return result(rowLayout, .fixed(.g), .included, rowsMayLackAxes: true)
+        case .columns:
+            return nil
         case .oxford:
             return looksLikeOxfordRow(line) ? oxfordLayout(firstLineIsData: true) : nil
         }

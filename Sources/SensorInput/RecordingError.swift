@@ -17,6 +17,10 @@ public struct RecordingError: Error, Hashable, CustomStringConvertible {
         case unknownFormat
         /// A format was forced, but the file does not carry that format's header.
         case missingHeader
+        /// A column named by a column layout (`--columns`) is not in the file.
+        case columnNotFound
+        /// A column layout's name matches several columns, or two of its columns are one.
+        case ambiguousColumn
         /// A row ends before a column the reader needs.
         case tooFewColumns
         /// A cell that should hold a number does not (includes empty cells).
@@ -98,6 +102,8 @@ public struct RecordingError: Error, Hashable, CustomStringConvertible {
         case .emptyFile: parts.append("empty file")
         case .unknownFormat: parts.append("unknown format")
         case .missingHeader: parts.append("missing header")
+        case .columnNotFound: parts.append("column not found")
+        case .ambiguousColumn: parts.append("ambiguous column")
         case .timeWentBackwards: parts.append("time went backwards")
         case .lineTooLong: parts.append("line too long")
         case .invalidUnit: parts.append("invalid unit")
@@ -148,6 +154,11 @@ public struct SkippedRows: Sendable, Hashable, CustomStringConvertible {
     public private(set) var firstErrors: [Reason: RecordingError] = [:]
     /// Empty (or whitespace-only) lines between rows. Not bad rows: never an error.
     public internal(set) var blankLines = 0
+    /// Rows of an AndroSensor or SensorLog export whose x, y and z cells are all empty or `NaN`:
+    /// rows of the other sensors, with no accelerometer reading. Passed over, never an error.
+    public private(set) var withoutAcceleration = 0
+    /// The first line of those rows.
+    public private(set) var firstWithoutAcceleration: Int?
 
     /// Creates an empty tally.
     public init() {}
@@ -160,6 +171,18 @@ public struct SkippedRows: Sendable, Hashable, CustomStringConvertible {
 
     /// All skipped rows (blank lines not included).
     public var total: Int { counts.values.reduce(0, +) }
+
+    mutating func recordWithoutAcceleration(line: Int) {
+        withoutAcceleration += 1
+        if firstWithoutAcceleration == nil { firstWithoutAcceleration = line }
+    }
+
+    /// `3 rows without accelerometer values passed over (first at line 5)`, or nil when none.
+    public var withoutAccelerationNote: String? {
+        guard withoutAcceleration > 0, let first = firstWithoutAcceleration else { return nil }
+        let rows = withoutAcceleration == 1 ? "1 row" : "\(withoutAcceleration) rows"
+        return "\(rows) without accelerometer values passed over (first at line \(first))"
+    }
 
     mutating func record(_ reason: Reason, _ error: RecordingError) {
         counts[reason, default: 0] += 1

@@ -15,6 +15,25 @@ public enum RecordingFormat: String, CaseIterable, Sendable, CustomStringConvert
     case sensorLogger = "sensor-logger"
     /// Physics Toolbox Sensor Suite g-Force Meter or Multi Record: `time,gFx,gFy,gFz,…` (s, g).
     case physicsToolbox = "physics-toolbox"
+    /// AndroSensor: `ACCELEROMETER X (m/s²);…;Time since start in ms ;…` (after a `sep=;` line
+    /// when separated by `;`), columns found by name, ms, m/s² with gravity.
+    case androSensor = "androsensor"
+    /// SensorLog (iOS): `…,accelerometerTimestamp_sinceReboot(s),accelerometerAccelerationX(G),…`,
+    /// seconds since boot, g with gravity.
+    case sensorLog = "sensorlog"
+    /// Any delimited file whose columns the reader is told (``ColumnLayout``, `--columns`);
+    /// never detected, and not a `--format` name.
+    case columns
+
+    /// The formats detection tries and `--format` names, in that order (all but ``columns``).
+    public static let named: [RecordingFormat] = allCases.filter { $0 != .columns }
+
+    /// The format a `--format` value or a manifest's `format` cell names; nil for ``columns``
+    /// (a column layout must come with it) and for unknown names.
+    public init?(name: String) {
+        guard let format = RecordingFormat(rawValue: name), format != .columns else { return nil }
+        self = format
+    }
 
     /// The command-line name, for example `sensor-logger`.
     public var description: String { rawValue }

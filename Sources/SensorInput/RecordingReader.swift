@@ -26,6 +26,9 @@ public struct RecordingReader: Sendable {
     public struct Options: Sendable {
         /// Read the file as this format instead of detecting it.
         public var format: RecordingFormat?
+        /// Read the file by these columns (format ``RecordingFormat/columns``); wins over
+        /// ``format``.
+        public var columns: ColumnLayout?
         /// Read the axis columns in this unit instead of the format's own.
         public var unit: AccelerationUnit?
         /// Skip (and count in ``RecordingReader/skipped``) bad rows instead of throwing.
@@ -39,9 +42,12 @@ public struct RecordingReader: Sendable {
         var rowFastPath = true
 
         /// Creates options; the defaults detect everything and throw on the first bad row.
-        public init(format: RecordingFormat? = nil, unit: AccelerationUnit? = nil, skipBadRows: Bool = false)
-        {
+        public init(
+            format: RecordingFormat? = nil, columns: ColumnLayout? = nil, unit: AccelerationUnit? = nil,
+            skipBadRows: Bool = false
+        ) {
             self.format = format
+            self.columns = columns
             self.unit = unit
             self.skipBadRows = skipBadRows
         }
@@ -56,7 +62,8 @@ public struct RecordingReader: Sendable {
     /// Whether the values include gravity. False for phyphox "Linear Acceleration" and
     /// Sensor Logger `Accelerometer.csv`: their samples are user acceleration only.
     public private(set) var gravityIncluded: Bool
-    /// Rows skipped so far (only with ``Options/skipBadRows``) and blank lines seen.
+    /// Rows skipped so far (only with ``Options/skipBadRows``), blank lines and rows without
+    /// accelerometer values seen.
     public private(set) var skipped = SkippedRows()
     /// The 1-based number of the line read last (0 before the first line).
     public private(set) var line = 0
@@ -77,6 +84,9 @@ public struct RecordingReader: Sendable {
     private var aheadCount = 0
     private var aheadIndex = 0
     private let skipBadRows: Bool
+    /// ``DetectedLayout/rowsMayLackAxes``: rows whose axis cells are all empty or NaN are passed
+    /// over (counted in ``SkippedRows/withoutAcceleration``).
+    private var rowsMayLackAxes = false
     /// ``Options/rowFastPath``.
     private let rowFastPath: Bool
     private var previousTime = Int64.min
@@ -261,6 +271,10 @@ public struct RecordingReader: Sendable {
                     skipped.blankLines += 1
                     continue
                 }
+                if rowsMayLackAxes && lacksAxes(base, count) {
+                    skipped.recordWithoutAcceleration(line: line)
+                    continue
+                }
                 try reject(error(for: failure, base, count))
             }
         }
@@ -411,12 +425,13 @@ public struct RecordingReader: Sendable {
             throw RecordingError(
                 kind: .notText, path: path, line: headerLineNumber,
                 expected:
-                    "CSV text (a StepGate, Bangle.js, Oxford, phyphox, Sensor Logger or Physics Toolbox export)",
+                    "CSV text (a StepGate, Bangle.js, Oxford, phyphox, Sensor Logger, Physics Toolbox, "
+                    + "AndroSensor or SensorLog export, or columns named with --columns)",
                 found: "binary data")
         }
         let detected = try FormatDetection.detect(
             line: headerLine, lineNumber: headerLineNumber, separatorHint: separatorHint, path: path,
-            forced: options.format)
+            forced: options.format, columns: options.columns)
         if detected.firstLineIsData {
             // Oxford has no header: read the examined line again as the first row.
             start = headerRange.lowerBound
@@ -424,6 +439,7 @@ public struct RecordingReader: Sendable {
         }
         format = detected.format
         layout = detected.layout
+        rowsMayLackAxes = detected.rowsMayLackAxes
         // Sample the first rows from a full buffer, however the source delivers its bytes.
         try fillBuffer()
 
@@ -544,6 +560,19 @@ public struct RecordingReader: Sendable {
                 .squareRoot()
         }
         return sum / Double(rows.count)
+    }
+
+    /// Whether the row's x, y and z cells are all there and all empty or `NaN`: in an export
+    /// that writes every enabled sensor in one row, a row with no accelerometer reading.
+    @inline(never)
+    private func lacksAxes(_ base: UnsafePointer<UInt8>, _ count: Int) -> Bool {
+        let cells = FormatDetection.cells(
+            Array(UnsafeBufferPointer(start: base, count: count)), separator: layout.separator)
+        return [layout.xColumn, layout.yColumn, layout.zColumn].allSatisfy { column in
+            guard column < cells.count else { return false }
+            let cell = cells[column].filter { $0 != 32 && $0 != 9 }
+            return cell.isEmpty || cell.map { $0 | 0x20 } == Array("nan".utf8)
+        }
     }
 
     // MARK: - Errors (cold)

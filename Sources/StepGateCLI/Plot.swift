@@ -26,7 +26,7 @@ struct Plot: Command {
             .option("config", "file", help: "Detector configuration (JSON); defaults otherwise."),
             .option("from", "seconds", help: "Start of the window (default 0)."),
             .option("to", "seconds", help: "End of the window (default: the end)."),
-            .option("format", "format", help: "Recording format (default: detected)."),
+            RecordingOptions.format, RecordingOptions.columns,
             .option(
                 "output", "file",
                 help: "SVG file to write (default: the recording's name with .svg, in the current folder)."
@@ -39,7 +39,7 @@ struct Plot: Command {
     var configPath: String?
     var from: Double
     var to: Double
-    var format: RecordingFormat?
+    var options: RecordingReader.Options
     var output: String?
 
     init(arguments: ParsedArguments) throws(UsageError) {
@@ -56,14 +56,12 @@ struct Plot: Command {
             try arguments.value("to", expected: "seconds > 0") { Double($0).flatMap { $0 > 0 ? $0 : nil } }
             ?? .infinity
         guard from < to else { throw UsageError("'--from' must be before '--to'") }
-        format = try arguments.value(
-            "format", expected: RecordingFormat.allCases.map(\.rawValue).joined(separator: ", "),
-            RecordingFormat.init(rawValue:))
+        options = try RecordingOptions.parse(arguments)
     }
 
     func run() async throws {
         let configuration = try configPath.map(loadDetectorConfiguration(path:)) ?? DetectorConfiguration()
-        var reader = try RecordingReader(path: file, options: .init(format: format))
+        var reader = try RecordingReader(path: file, options: options)
         let samples = try reader.readAll()
         var truth: [Int64]?
         if let path = StepTruth.companionPath(of: file), FileManager.default.fileExists(atPath: path) {

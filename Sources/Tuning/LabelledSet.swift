@@ -123,7 +123,7 @@ public enum LabelledSet {
                     throw LabelledSetError(
                         path: path, line: number,
                         message:
-                            "column 'format': expected one of \(RecordingFormat.allCases.map(\.rawValue).joined(separator: ", ")), oxford-ns, found '\(text)'"
+                            "column 'format': expected one of \(RecordingFormat.named.map(\.rawValue).joined(separator: ", ")), oxford-ns, found '\(text)'"
                     )
                 }
             }
@@ -139,7 +139,7 @@ public enum LabelledSet {
 
     /// Format names as manifests write them.
     static func manifestFormat(_ text: String) -> RecordingFormat? {
-        if let format = RecordingFormat(rawValue: text) { return format }
+        if let format = RecordingFormat(name: text) { return format }
         switch text.lowercased() {
         case "oxford-ns", "android", "android-ns": return .oxford
         case "stepgate-csv": return .stepgate

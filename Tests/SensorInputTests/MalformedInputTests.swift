@@ -68,11 +68,12 @@ struct MalformedInputTests {
     }
 
     @Test func unknownFormatListsTheFormatsAndTheLine() throws {
-        let error = try #require(readError("\nloggingTime(txt),loggingSample(N)\n1,2\n"))
+        let error = try #require(readError("\nts(txt),sample(N)\n1,2\n"))
         #expect(error.kind == .unknownFormat)
         #expect(error.line == 2)
         for format in RecordingFormat.allCases { #expect(error.description.contains(format.rawValue)) }
-        #expect(error.description.contains("found 'loggingTime(txt),loggingSample(N)'"))
+        #expect(error.description.contains("--columns"))
+        #expect(error.description.contains("found 'ts(txt),sample(N)'"))
     }
 
     @Test func headerlessNumbersThatAreNotOxfordAreUnknown() {

@@ -58,25 +58,29 @@ struct SharedDataTests {
 
     static let formatsFolder = sharedData.appendingPathComponent("formats")
 
-    @Test(.enabled(if: sharedDataAvailable, "../shared/data not present"))
-    func androSensorIsAnUnknownFormat() throws {
-        let path = Self.formatsFolder.appendingPathComponent(
-            "androsensor/tez4__fhnw-ds-cdl1__walking_test_jg.csv"
-        ).path
-        let error = #expect(throws: RecordingError.self) { _ = try RecordingReader(path: path) }
-        #expect(error?.kind == .unknownFormat)
-        #expect(error?.line == 2)  // after `sep=;`
-        #expect(error?.description.contains("ACCELEROMETER X") == true)
-    }
-
-    @Test(.enabled(if: sharedDataAvailable, "../shared/data not present"))
-    func sensorLogIsAnUnknownFormat() throws {
-        let path = Self.formatsFolder.appendingPathComponent(
-            "sensorlog/tez4__fhnw-ds-cdl1__2022-09-27_12_59_37_nz_iOS_device.csv"
-        ).path
-        let error = #expect(throws: RecordingError.self) { _ = try RecordingReader(path: path) }
-        #expect(error?.kind == .unknownFormat)
-        #expect(error?.line == 1)
+    @Test(
+        .enabled(if: sharedDataAvailable, "../shared/data not present"),
+        arguments: [
+            // 32 columns, `sep=;`, NaN and empty cells in other columns, no final newline.
+            ("androsensor/tez4__fhnw-ds-cdl1__walking_test_jg.csv", RecordingFormat.androSensor, 5427),
+            // 82 columns, 16.8 Hz.
+            ("sensorlog/tez4__fhnw-ds-cdl1__2022-09-27_12_59_37_nz_iOS_device.csv", .sensorLog, 1683),
+        ])
+    func phoneExportReads(file: String, format: RecordingFormat, rows: Int) throws {
+        let path = Self.formatsFolder.appendingPathComponent(file).path
+        var reader = try RecordingReader(path: path)
+        #expect(reader.format == format)
+        #expect(reader.unit == (format == .androSensor ? .metersPerSecondSquared : .g))
+        #expect(reader.gravityIncluded)
+        let samples = try reader.readAll()
+        #expect(samples.count == rows)
+        #expect(try nonEmptyLineCount(path) == rows + (format == .androSensor ? 2 : 1))
+        #expect(reader.skipped.total == 0)
+        #expect(reader.skipped.withoutAcceleration == 0)
+        #expect(zip(samples, samples.dropFirst()).allSatisfy { $0.timestamp <= $1.timestamp })
+        // In g with gravity, walking: about 1.1 to 1.3.
+        let mean = samples.map { Double($0.magnitude) }.reduce(0, +) / Double(samples.count)
+        #expect(mean > 1 && mean < 1.4, "\(mean)")
     }
 
     @Test(

@@ -75,6 +75,19 @@ struct BadInputTests {
         BadInput(
             arguments: ["tune", "FILE", "--output", "DIR"], contents: "\u{7F}ELF\u{2}\0\0\n",
             message: "FILE: not a text manifest"),
+        // A column --columns names is not in the file.
+        BadInput(
+            arguments: ["replay", "FILE", "--columns", "time=t:s,x=ax,y=ay,z=az,unit=g"],
+            contents: "t,acc_x,ay,az\n0,0,0,1\n",
+            message:
+                "FILE:1: column not found: expected a column named 'ax' (x=ax in --columns), found 't,acc_x,ay,az'"
+        ),
+        BadInput(
+            arguments: ["plot", "FILE", "--columns", "time=t:s,x=ax,y=ay,z=9,unit=g"],
+            contents: "t,ax,ay,az\n0,0,0,1\n",
+            message:
+                "FILE:1: column not found: expected at least 9 columns (z=9 in --columns), found 4: 't,ax,ay,az'"
+        ),
         // 15: a header and nothing else.
         BadInput(
             arguments: ["replay", "FILE"], contents: "time_s,x_g,y_g,z_g\n",

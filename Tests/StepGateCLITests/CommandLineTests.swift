@@ -46,6 +46,26 @@ struct CommandLineTests {
         (["replay", "x.csv", "--format"], "missing value for '--format <format>'"),
         (["replay", "x.csv", "--format", "xls"], "invalid value 'xls' for '--format'"),
         (["replay", "x.csv", "--units", "furlongs"], "invalid value 'furlongs' for '--units'"),
+        (["replay", "x.csv", "--format", "columns"], "invalid value 'columns' for '--format'"),
+        (
+            ["replay", "x.csv", "--columns", "time=t,x=a,y=b,z=c,unit=g"],
+            "invalid value 'time=t,x=a,y=b,z=c,unit=g' for '--columns': time=t: expected COLUMN:UNIT with "
+                + "UNIT s, ms, us or ns"
+        ),
+        (
+            ["replay", "x.csv", "--columns", "time=t:s,x=a"],
+            "invalid value 'time=t:s,x=a' for '--columns': missing y=COLUMN, z=COLUMN, unit=UNIT (expected "
+                + "time=COLUMN:UNIT,x=COLUMN,y=COLUMN,z=COLUMN,unit=UNIT[,delimiter=D])"
+        ),
+        (
+            ["replay", "x.csv", "--format", "bangle", "--columns", "time=t:s,x=a,y=b,z=c,unit=g"],
+            "'--format' and '--columns' cannot be used together"
+        ),
+        (
+            ["plot", "x.csv", "--columns", "time=t:s,x=a,y=b,z=c,unit=hz"],
+            "invalid value 'time=t:s,x=a,y=b,z=c,unit=hz' for '--columns': unit=hz: expected g, m/s2 or "
+                + "counts:<counts per g>"
+        ),
         (["eval"], "missing expected argument '<set>...'"),
         (["config", "a", "b"], "unexpected argument 'b'"),
         (["bench", "--samples", "10"], "invalid value '10' for '--samples'"),
@@ -117,6 +137,37 @@ struct CommandLineTests {
         #expect(times == times.sorted())
         #expect((times.first ?? -1) >= 0 && (times.last ?? 1000) <= 80)
         #expect(total?["total_steps"] as? Int == counted)
+    }
+
+    @Test func replayByNamedColumnsCountsAKnownRecordingTheSame() throws {
+        let walk = sample("walk-wrist-100.csv")
+        let detected = try stepgate("replay", "--json", walk)
+        let named = try stepgate(
+            "replay", "--json", "--columns", "time=Time (ms):ms,x=X,y=Y,z=Z,unit=counts:8192", walk)
+        #expect(named.status == 0, "\(named.standardError)")
+        let format = #/"format":"[a-z-]+",/#
+        #expect(named.standardOutput.contains(#""steps":100,"#))
+        #expect(named.standardOutput.contains(#""format":"columns","#))
+        #expect(
+            named.standardOutput.replacing(format, with: "")
+                == detected.standardOutput.replacing(format, with: ""))
+    }
+
+    @Test func replayNotesTheRowsWithoutAccelerometerValues() throws {
+        var text =
+            "sep=;\nACCELEROMETER X (m/s²);ACCELEROMETER Y (m/s²);ACCELEROMETER Z (m/s²);LIGHT (lux);"
+            + "Time since start in ms ;YYYY-MO-DD HH-MI-SS_SSS\n;;;8.8;5;2022-09-28 12:08:36:509"
+        for i in 1...200 { text += "\n0;0;9.81;8.8;\(i * 10);2022-09-28 12:08:36:526" }
+        let path = try temporaryFile("androsensor.csv", text)
+        let result = try stepgate("replay", "--json", path)
+        #expect(result.status == 0, "\(result.standardError)")
+        #expect(
+            result.standardError.contains(
+                "androsensor.csv: 1 row without accelerometer values passed over (first at line 3)"),
+            "\(result.standardError)")
+        #expect(result.standardOutput.contains(#""samples":200,"#))
+        #expect(result.standardOutput.contains(#""format":"androsensor","#))
+        #expect(result.standardOutput.contains(#""rows_without_acceleration":1}"#))
     }
 
     @Test func aMalformedRowNamesFileLineAndColumn() throws {

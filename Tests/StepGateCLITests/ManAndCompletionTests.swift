@@ -79,7 +79,8 @@ struct ManAndCompletionTests {
         }
         #expect(try complete(["stepgate", "re"]) == ["record", "reload", "replay"])
         #expect(try complete(["stepgate", "compl"]) == ["completions"])
-        #expect(try complete(["stepgate", "replay", "--co"]) == ["--config"])
+        #expect(try complete(["stepgate", "replay", "--con"]) == ["--config"])
+        #expect(try complete(["stepgate", "replay", "--co"]) == ["--columns", "--config"])
         #expect(
             try complete(["stepgate", "tune", "--no-"]) == [
                 "--no-placement-cv", "--no-robust", "--no-set-cv",
