@@ -11,7 +11,7 @@ _stepgate() {
     local options="" values=""
     case "${COMP_WORDS[1]}" in
         replay)
-            options="--config --format --columns --units --skip-bad-rows --events --json --policy --start --zone --help"
+            options="--config --format --columns --units --skip-bad-rows --events --json --policy --verbose --start --zone --help"
             values="--config --format --columns --units --policy --start --zone"
             ;;
         eval)

@@ -404,7 +404,8 @@ public struct ScenarioRunner {
             let actual = status.nextChange.map { formatISO8601(millisFromDate($0)) }
             guard actual == text else {
                 throw JSONPathError(
-                    path: "expect.nextChange", message: "next change at \(actual ?? "never"), expected \(text)")
+                    path: "expect.nextChange",
+                    message: "next change at \(actual ?? "never"), expected \(text)")
             }
         }
         if let steps = try o.optionalObject("steps") {
