@@ -225,10 +225,13 @@ struct Eval: Command {
             func start(_ index: Int) {
                 let recording = recordings[index]
                 group.addTask {
-                    let summary = try countSteps(
-                        inFile: recording.path, options: RecordingReader.Options(format: recording.format),
-                        configuration: configuration)
-                    try ReplayArguments.requireSamples(summary, file: recording.path)
+                    let summary = try recording.reading {
+                        let summary = try countSteps(
+                            inFile: recording.path, options: RecordingReader.Options(format: recording.format),
+                            configuration: configuration)
+                        try ReplayArguments.requireSamples(summary, file: recording.path)
+                        return summary
+                    }
                     return (
                         index,
                         EvaluationResult(

@@ -28,6 +28,27 @@ public struct LabelledRecording: Sendable, Hashable {
     public var set: String
     /// The recording session: recordings of one wearer's session stay in one fold together.
     public var session: String
+    /// The manifest and line that named the recording, if a manifest did.
+    public var origin: (path: String, line: Int)? {
+        get { originPath.map { ($0, originLine) } }
+        set {
+            originPath = newValue?.path
+            originLine = newValue?.line ?? 0
+        }
+    }
+    private var originPath: String?
+    private var originLine = 0
+
+    /// Runs `body` (which reads the recording); an error it throws is reported at the manifest
+    /// line that named the recording, so a missing or broken file can be found and fixed.
+    public func reading<T>(_ body: () throws -> T) throws -> T {
+        do {
+            return try body()
+        } catch {
+            guard let origin else { throw error }
+            throw LabelledSetError(path: origin.path, line: origin.line, message: "\(name): \(error)")
+        }
+    }
 
     public init(
         path: String, name: String, format: RecordingFormat?, placement: String, kind: Kind, truth: Int,
@@ -129,10 +150,10 @@ public enum LabelledSet {
             }
             let placement = cell("placement").flatMap { $0.isEmpty ? nil : $0 } ?? "unknown"
             let full = relative.hasPrefix("/") ? relative : folder + relative
-            recordings.append(
-                LabelledRecording(
-                    path: full, name: relative, format: format, placement: placement, kind: kind, truth: truth
-                ))
+            var recording = LabelledRecording(
+                path: full, name: relative, format: format, placement: placement, kind: kind, truth: truth)
+            recording.origin = (path, number)
+            recordings.append(recording)
         }
         return recordings
     }

@@ -28,8 +28,10 @@ public struct TuningRecording: Sendable {
 
     /// Reads the recording, and its per-step truth when a `stepcounter.csv` lies beside it.
     public static func load(_ labelled: LabelledRecording) throws -> TuningRecording {
-        var reader = try RecordingReader(path: labelled.path, options: .init(format: labelled.format))
-        let samples = try reader.readAll()
+        var reader = try labelled.reading {
+            try RecordingReader(path: labelled.path, options: .init(format: labelled.format))
+        }
+        let samples = try labelled.reading { try reader.readAll() }
         let truthPath = StepTruth.companionPath(of: labelled.path)
         var times: [Int64]?
         if let truthPath, FileManager.default.fileExists(atPath: truthPath) {

@@ -29,11 +29,10 @@ struct LabelledSetTests {
     @Test func optionalColumnsMayBeAbsent() throws {
         let recordings = try LabelledSet.manifest(
             text: "path,kind,truth_steps\nx.csv,mixed,66\n", path: "m.csv")
-        #expect(
-            recordings == [
-                LabelledRecording(
-                    path: "x.csv", name: "x.csv", format: nil, placement: "unknown", kind: .mixed, truth: 66)
-            ])
+        var expected = LabelledRecording(
+            path: "x.csv", name: "x.csv", format: nil, placement: "unknown", kind: .mixed, truth: 66)
+        expected.origin = ("m.csv", 2)
+        #expect(recordings == [expected])
     }
 
     @Test(arguments: [
