@@ -110,7 +110,7 @@ install -D -m 0644 completions/stepgate.fish "$root/usr/share/fish/vendor_comple
 
 # Docs, compressed as Debian policy asks; the samples, their attribution and licence as they
 # are (the example configurations refer to the recordings by name).
-install -m 0644 README.md docs/daemon.md docs/policy.md docs/detector.md docs/tuning.md "$doc/"
+install -m 0644 README.md docs/*.md "$doc/"  # every page the README links
 gzip -9n "$doc"/*.md
 install -m 0644 debian/README.Debian debian/copyright "$doc/"
 install -m 0644 samples/* udev/61-stepgate-sensor-local.hwdb "$doc/examples/"

@@ -227,7 +227,8 @@ struct Eval: Command {
                 group.addTask {
                     let summary = try recording.reading {
                         let summary = try countSteps(
-                            inFile: recording.path, options: RecordingReader.Options(format: recording.format),
+                            inFile: recording.path,
+                            options: RecordingReader.Options(format: recording.format),
                             configuration: configuration)
                         try ReplayArguments.requireSamples(summary, file: recording.path)
                         return summary

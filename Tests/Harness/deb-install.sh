@@ -54,6 +54,8 @@ for f in /usr/bin/stepgate /usr/libexec/stepgate/stepgate /usr/libexec/stepgate/
     /usr/share/bash-completion/completions/stepgate /usr/share/zsh/vendor-completions/_stepgate \
     /usr/share/fish/vendor_completions.d/stepgate.fish /usr/share/doc/stepgate/copyright \
     /usr/share/doc/stepgate/changelog.gz /usr/share/doc/stepgate/README.Debian \
+    /usr/share/doc/stepgate/README.md.gz /usr/share/doc/stepgate/household.md.gz \
+    /usr/share/doc/stepgate/daemon.md.gz /usr/share/doc/stepgate/policy.md.gz \
     /usr/share/doc/stepgate/examples/61-stepgate-sensor-local.hwdb \
     /usr/share/doc/stepgate/examples/README.md /usr/share/doc/stepgate/examples/LICENSE.bangle-wrist.MIT; do
     [ -f "$f" ] || fail "$f is not installed"

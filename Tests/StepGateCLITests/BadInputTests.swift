@@ -108,7 +108,8 @@ struct BadInputTests {
         // A manifest row naming a missing file is reported at that row.
         BadInput(
             arguments: ["eval", "FILE"],
-            contents: "path,format,placement,device,kind,truth_steps,truth_source\nwalk.csv,stepgate,wrist,x,walk,100,count\n",
+            contents:
+                "path,format,placement,device,kind,truth_steps,truth_source\nwalk.csv,stepgate,wrist,x,walk,100,count\n",
             message: "FILE:2: walk.csv: "),
         // 17: an output that cannot be written fails before the search (the set does not even
         // exist, so an error about it would mean the search started).
