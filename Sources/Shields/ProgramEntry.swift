@@ -1,3 +1,4 @@
+import CLinux
 import Glibc
 
 /// One entry of a selection's `executables`, as the user wrote it:

@@ -161,6 +161,17 @@ final class Reaper: Sendable {
         }
     }
 
+    /// Logs what a store's relock did to programs found running: each process once, when it is
+    /// paused (`stop`) or sent its end (`terminate`).
+    private func log(_ processes: [RunningProcess], store: String, _ action: RunningProgramAction) {
+        guard !processes.isEmpty, action != .leave else { return }
+        let listed = processes.prefix(8).map { "\($0.pid) (\($0.commandName))" }.joined(separator: ", ")
+        notice(
+            "exec shield: \(store) shielded again: \(action == .stop ? "paused" : "ended") "
+                + "\(processes.count) running program\(processes.count == 1 ? "" : "s"): pid \(listed)"
+                + (processes.count > 8 ? ", …" : ""))
+    }
+
     /// Logs a round's stops of every process of a user (see ``Freezer``), once per minute at most.
     private func reportStopAll(_ users: [UInt32: Int]) {
         let now = ContinuousClock.now
@@ -264,6 +275,7 @@ final class Reaper: Sendable {
                 } else {
                     result = sweep()
                 }
+                log(result.running, store: store.name, store.action)
                 // Found gone before the stop reached it, or (past that first time) found running
                 // though it could not have been started since: forking away. Its users are held
                 // again, stopped outright where no cgroup can be frozen.
@@ -280,7 +292,7 @@ final class Reaper: Sendable {
                 // Each as soon as it is found.
                 var gone: [RunningProcess] = []
                 _ = RunningProcess.running(store.files, paths: store.paths, include: gated) { process in
-                    if current(store) { gone += act(on: [process], store.action) }
+                    if current(store) { gone += act(on: [process], store.action, store: store.name) }
                 }
                 let uids = Set(gone.compactMap { users[$0.pid]?.uid })
                 if !uids.isEmpty { state.withLock { $0.stores[store.name]?.forkingAway.formUnion(uids) } }
@@ -297,8 +309,9 @@ final class Reaper: Sendable {
                 guard current(store) else { continue }
                 if overdue && store.action == .terminate {
                     Freezer.AncestorWatch.stopAndKill(processes)
+                    log(processes, store: store.name, .terminate)
                 } else {
-                    act(on: processes, store.action)
+                    act(on: processes, store.action, store: store.name)
                 }
             }
         }
@@ -324,8 +337,9 @@ final class Reaper: Sendable {
             // The store whose file it holds decides: past its grace period, stopped and killed.
             if store.action == .terminate && now - store.since >= grace {
                 Freezer.AncestorWatch.stopAndKill([process])
+                log([process], store: store.name, .terminate)
             } else {
-                act(on: [process], store.action)
+                act(on: [process], store.action, store: store.name)
             }
         }
         state.withLock { $0.cursor = index }
@@ -345,7 +359,9 @@ final class Reaper: Sendable {
                     confinement.kill(group)
                 } else {
                     confinement.freeze(group, false)  // to handle SIGTERM
-                    act(on: confinement.processes(in: group), .terminate)
+                    act(
+                        on: confinement.processes(in: group), .terminate,
+                        store: acting.map(\.name).sorted().joined(separator: ", "))
                 }
             } else {
                 confinement.freeze(group, acting.contains { $0.action == .stop })
@@ -356,13 +372,22 @@ final class Reaper: Sendable {
 
     /// Acts on `processes` for `action`; returns those gone before the signal reached them.
     @discardableResult
-    private func act(on processes: [RunningProcess], _ action: RunningProgramAction) -> [RunningProcess] {
+    private func act(on processes: [RunningProcess], _ action: RunningProgramAction, store: String)
+        -> [RunningProcess]
+    {
         var warned: [RunningProcess] = []
         var gone: [RunningProcess] = []
+        var paused: [RunningProcess] = []
+        defer {
+            log(paused, store: store, .stop)
+            log(warned, store: store, .terminate)
+        }
         for process in processes {
             switch action {
             case .stop:
-                if process.state != "T", !process.signal(SIGSTOP) { gone.append(process) }
+                if process.state != "T" {
+                    if process.signal(SIGSTOP) { paused.append(process) } else { gone.append(process) }
+                }
             case .terminate:
                 if state.withLock({ $0.terminating.insert(process).inserted }) {
                     if !process.signal(SIGTERM) { gone.append(process) }

@@ -84,6 +84,18 @@ struct RunningProcess: Hashable, Sendable {
 
     static func == (a: Self, b: Self) -> Bool { a.pid == b.pid && a.startTime == b.startTime }
 
+    /// The process's command name (`/proc/PID/comm`), control characters shown as `?`; `?` when
+    /// it has ended.
+    var commandName: String {
+        guard let file = fopen("/proc/\(pid)/comm", "r") else { return "?" }
+        defer { fclose(file) }
+        var buffer = [CChar](repeating: 0, count: 64)
+        guard fgets(&buffer, Int32(buffer.count), file) != nil else { return "?" }
+        let name = String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        return String(
+            name.dropLast(name.hasSuffix("\n") ? 1 : 0).map { $0.isASCII && $0.asciiValue! < 32 ? "?" : $0 })
+    }
+
     func hash(into hasher: inout Hasher) {
         hasher.combine(pid)
         hasher.combine(startTime)

@@ -1,6 +1,7 @@
 import CLinux
 import Foundation
 import StepGateTestSupport
+import Synchronization
 import Testing
 
 @testable import Shields
@@ -86,11 +87,14 @@ struct ReaperFindsEveryRunningProgram {
     /// The relock: a reaper given a store of `files` (`paths`), rounds for up to three seconds
     /// until `processes` have ended; whether they all did.
     func endedAtRelock(
-        _ processes: [Process], files: Set<ExecDenyShield.FileID>, paths: Set<String>
+        _ processes: [Process], files: Set<ExecDenyShield.FileID>, paths: Set<String>,
+        notices: Lines = Lines()
     ) -> Bool {
         let running = processes.filter { $0.isRunning }.count
         #expect(running == processes.count, "a program ended before the relock")
-        let reaper = Reaper(privilegedGroup: nil, grace: .milliseconds(200))
+        let reaper = Reaper(
+            privilegedGroup: nil, grace: .milliseconds(200),
+            notice: { notices.append($0) })
         defer { reaper.stop() }
         reaper.update(["games": (files, paths, .terminate)])
         return eventually {
@@ -154,7 +158,15 @@ struct ReaperFindsEveryRunningProgram {
         _ = eventually { (offset(of: Array(game.path.utf8), in: bytes("/proc/\(pid)/maps")) ?? 0) > 4096 }
         let at = offset(of: Array(game.path.utf8), in: bytes("/proc/\(pid)/maps")) ?? 0
         try #require(at > 4096, "the game is mapped at byte \(at) of the map, within its first page")
-        #expect(endedAtRelock([played], files: [game.id], paths: [game.path]), "the game ran on")
+        let notices = Lines()
+        #expect(
+            endedAtRelock([played], files: [game.id], paths: [game.path], notices: notices), "the game ran on"
+        )
+        // The journal says what the relock ended.
+        let logged = notices.all
+        #expect(
+            logged.contains { $0.contains("games shielded again: ended 1 running program: pid \(pid) (") },
+            "\(logged)")
     }
 
     /// Found by an attack: `/proc` text that is not UTF-8 hid a process (a program run through
@@ -339,4 +351,11 @@ struct ProcTextTests {
         #expect(normal("/../..") == "/")
         #expect(normal("main.py") == nil)
     }
+}
+
+/// Lines collected from any thread.
+final class Lines: Sendable {
+    private let lines = Mutex<[String]>([])
+    func append(_ line: String) { lines.withLock { $0.append(line) } }
+    var all: [String] { lines.withLock { $0 } }
 }
