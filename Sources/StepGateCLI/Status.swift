@@ -38,6 +38,11 @@ struct Status: SynchronousCommand {
         } catch {
             throw ControlSocketError(message: "the daemon's status answer: \(error)")
         }
+        if answer.serverUID != 0 && answer.serverUID != getuid() {
+            print(
+                "note: answered by uid \(answer.serverUID), not by root's daemon: a trial run (or something "
+                    + "posing as StepGate); nothing it says is enforced by root")
+        }
         print(
             "input: \(visible(status.input)), \(status.stepsToday) steps today (\(status.stepsSinceStart) since start)"
         )

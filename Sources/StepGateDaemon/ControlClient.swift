@@ -50,9 +50,13 @@ func sendLine(_ fd: Int32, _ text: String) {
 /// The client side: send one request, read one answer.
 package enum ControlClient {
     /// Why a client must not talk to a socket served by `serverUID`: only root's daemon, or one
-    /// the client's own user runs, is believed.
-    package static func refusal(serverUID: UInt32, clientUID: UInt32, path: String) -> String? {
+    /// the client's own user runs, is believed — except for `status`, which changes nothing and
+    /// is answered with whose daemon it is (root asking a daemon a user runs to try StepGate).
+    package static func refusal(
+        serverUID: UInt32, clientUID: UInt32, path: String, command: ControlCommand? = nil
+    ) -> String? {
         guard serverUID != 0, serverUID != clientUID else { return nil }
+        if case .status = command { return nil }
         return "the socket \(path) is served by uid \(serverUID), not by root: not the StepGate daemon; "
             + "refusing to talk to it (check who can write its folder)"
     }
@@ -94,7 +98,9 @@ package enum ControlClient {
             throw ControlSocketError(
                 message: "cannot tell who serves \(path) (SO_PEERCRED failed); not sending")
         }
-        if let refusal = ControlClient.refusal(serverUID: server.uid, clientUID: getuid(), path: path) {
+        if let refusal = ControlClient.refusal(
+            serverUID: server.uid, clientUID: getuid(), path: path, command: command)
+        {
             throw ControlSocketError(message: refusal)
         }
         sendLine(fd, command.requestLine)
@@ -102,7 +108,9 @@ package enum ControlClient {
             throw ControlSocketError(message: "no answer from the daemon at \(path)")
         }
         do {
-            return try ControlAnswer(line: line)
+            var answer = try ControlAnswer(line: line)
+            answer.serverUID = server.uid
+            return answer
         } catch {
             throw ControlSocketError(
                 message: "the daemon at \(path) answered with something that is not JSON: \(error)")

@@ -142,6 +142,8 @@ package struct HistoryReply: Codable, Sendable, Equatable {
 /// types.
 package struct ControlAnswer: Sendable {
     package let value: JSONValue
+    /// The uid of the process that answered (0 for root's daemon).
+    package var serverUID: UInt32 = 0
 
     package init(line: String) throws(JSONPathError) { value = try JSONValue.parse(line) }
 

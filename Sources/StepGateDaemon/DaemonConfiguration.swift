@@ -74,6 +74,11 @@ package struct DaemonConfiguration {
     /// `/stepgate` for the default state directory; for another, `/stepgate-` and eight hex
     /// digits of a hash of its path, so two daemons on one machine never share their cgroups
     /// (one's relock would end what the other's unlock allowed).
+    /// `path` with every `%u` replaced by this process's uid.
+    package static func expandingUID(_ path: String) -> String {
+        path.replacingOccurrences(of: "%u", with: String(getuid()))
+    }
+
     package static func defaultCgroup(stateDirectory: String) -> String {
         guard stateDirectory != "/var/lib/stepgate" else { return "/stepgate" }
         var hash: UInt32 = 2_166_136_261  // FNV-1a
@@ -201,10 +206,14 @@ package struct DaemonConfiguration {
                 )
             }
         }
+        // `%u` in a path is the daemon's uid: one configuration tried by several users (root
+        // and others) keeps each one's files apart.
         configuration.stateDirectory =
-            try string(root["stateDirectory"], at: "stateDirectory") ?? configuration.stateDirectory
+            try string(root["stateDirectory"], at: "stateDirectory").map(Self.expandingUID)
+            ?? configuration.stateDirectory
         configuration.controlSocket =
-            try string(root["controlSocket"], at: "controlSocket") ?? configuration.controlSocket
+            try string(root["controlSocket"], at: "controlSocket").map(Self.expandingUID)
+            ?? configuration.controlSocket
         configuration.adminGroup = try string(root["adminGroup"], at: "adminGroup")
         if let shields = root["shields"] {
             guard let shields = object(shields) else {
@@ -325,7 +334,9 @@ package struct DaemonConfiguration {
                         message: "expected \"hosts\" or \"dnsmasq\", found \"\(formatText)\"")
                 }
                 configuration.domains = (
-                    try string(domains["path"], at: "shields.domains.path") ?? "/etc/hosts", format,
+                    try string(domains["path"], at: "shields.domains.path").map(Self.expandingUID)
+                        ?? "/etc/hosts",
+                    format,
                     try strings(domains["reload"], at: "shields.domains.reload")
                 )
             }

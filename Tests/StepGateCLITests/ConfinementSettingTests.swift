@@ -30,6 +30,17 @@ struct ConfinementSettingTests {
         #expect(try load(exec: #"{"cgroup": false}"#).confinementCgroup == nil)
     }
 
+    /// `%u` in the state folder, the socket and the domains file is the daemon's uid: the trial
+    /// configuration run by root and by a user keeps their files apart.
+    @Test func pathsMayNameTheDaemonsUID() throws {
+        let configuration = try DaemonConfiguration.load(
+            path: Fixtures.samples.appendingPathComponent("try-daemon.json").path)
+        let uid = getuid()
+        #expect(configuration.stateDirectory == "/tmp/stepgate-try-\(uid)/state")
+        #expect(configuration.controlSocket == "/tmp/stepgate-try-\(uid)/control.sock")
+        #expect(configuration.domains?.path == "/tmp/stepgate-try-\(uid)/hosts")
+    }
+
     @Test(arguments: [
         #"{"cgroup": "stepgate"}"#, #"{"cgroup": "/"}"#, #"{"cgroup": "/a/../b"}"#, #"{"cgroup": true}"#,
     ])
