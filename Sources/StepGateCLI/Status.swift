@@ -60,6 +60,9 @@ struct Status: SynchronousCommand {
             if let cap = store.dailyUnlockCap { line += ", \(store.unlocksToday)/\(cap) unlocks today" }
             if store.shieldHealth != "ok" { line += "\n  shield failing: \(visible(store.shieldHealth))" }
             if let note = store.note { line += "\n  \(visible(note))" }
+            if let selects = store.selects, !selects.isEmpty {
+                line += "\n  selects: \(visible(selects.joined(separator: "; ")))"
+            }
             print(line)
         }
         if !status.lastDays.isEmpty {

@@ -47,6 +47,8 @@ package struct StatusReply: Codable, Sendable, Equatable {
         package var note: String?
         /// `ok`, or why the store's shields do not hold.
         package var shieldHealth: String
+        /// What the store selects, one entry per kind (a folder or pattern with what it matches now).
+        package var selects: [String]? = nil
     }
 
     package struct Day: Codable, Sendable, Equatable {

@@ -607,6 +607,28 @@ package final class Daemon {
 
     private func statusJSON(_ now: Instant) -> String { ControlCoding.line(statusReply(now)) }
 
+    /// What a selection names, one entry per kind; a folder or a pattern of programs with what it
+    /// matches now (`/usr/games/ (3 programs now)`).
+    static func describe(_ selection: Selection) -> [String] {
+        var parts: [String] = []
+        if !selection.executables.isEmpty {
+            let programs = selection.executables.map { entry -> String in
+                guard !ProgramEntry(entry).isProgram else { return entry }
+                let count = ProgramEntry.check(entry).matches.count
+                return "\(entry) (\(count) program\(count == 1 ? "" : "s") now)"
+            }
+            parts.append("programs " + programs.joined(separator: ", "))
+        }
+        let named: [(String, [String])] = [
+            ("desktop categories", selection.desktopCategories), ("units", selection.systemdUnits),
+            ("domains", selection.domains), ("hooks", selection.hooks),
+        ]
+        for (kind, list) in named where !list.isEmpty {
+            parts.append("\(kind) " + list.joined(separator: ", "))
+        }
+        return parts
+    }
+
     /// The gate's state for the household: what `status` says, in MQTT's terms.
     private func snapshot(_ now: Instant) -> GateSnapshot {
         let reply = statusReply(now)
@@ -630,7 +652,8 @@ package final class Daemon {
                 nextGoal: s.nextGoal, goalIsDaily: s.goalIsDaily ? true : nil,
                 stepsToGo: s.nextGoal.map { max(0, $0 - s.steps) },
                 unlocksToday: s.unlocksToday, dailyUnlockCap: s.dailyUnlockCap, note: s.note,
-                shieldHealth: shieldFailure(s.name) ?? "ok")
+                shieldHealth: shieldFailure(s.name) ?? "ok",
+                selects: configuration.policy.store(named: s.name).map { Self.describe($0.selection) })
         }
         let counts = input.counts.withLock { $0 }
         // Only kinds some store selects: a machine without the exec shield is not worth a word
