@@ -332,7 +332,8 @@ struct DaemonTests {
         let status = try asNobody(["status"])
         #expect(status.status == 0, "\(status.standardError)")
         #expect(status.standardOutput.contains("games: shielded"))
-        #expect(status.standardOutput.contains("\n  selects: domains example.com\n"), "\(status.standardOutput)")
+        #expect(
+            status.standardOutput.contains("\n  selects: domains example.com\n"), "\(status.standardOutput)")
         #expect(status.standardOutput.contains("last 7 days: "))
         // Any local user may read the step history, as a chart and as numbers.
         let chart = try asNobody(["history", "--days", "3"])
