@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Regenerates the figure tables of README.md (and docs/household.md) from the commands that
+# Regenerates the figure tables of docs/accuracy.md (and docs/household.md) from the commands that
 # produce them, so they are never copied by hand. Each table sits between
 # `<!-- figures:NAME -->` and `<!-- /figures:NAME -->` and starts with the command, the commit
 # and the machine it came from.
@@ -32,9 +32,9 @@ stamp() { # the line above each table: what produced it, where
         "$1" "$2" "$(date -u +%Y-%m-%d)" "$commit" "$machine"
 }
 
-# Replaces the lines between the markers of section $1 in $3 (README.md) with the file $2.
+# Replaces the lines between the markers of section $1 in $3 (docs/accuracy.md) with the file $2.
 splice() {
-    local name="$1" file="$2" target="${3:-README.md}"
+    local name="$1" file="$2" target="${3:-docs/accuracy.md}"
     grep -q "^<!-- figures:$name -->\$" "$target" || { echo "$target has no figures:$name markers" >&2; exit 1; }
     awk -v name="$name" -v file="$file" '
         $0 == "<!-- figures:" name " -->" { print; while ((getline line < file) > 0) print line; skip = 1; next }

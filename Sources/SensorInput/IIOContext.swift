@@ -40,7 +40,7 @@ public final class IIOContext {
                     code: code, operation: "iio_create_local_context",
                     subject:
                         "no IIO devices on this machine (/sys/bus/iio does not exist: the kernel has no IIO "
-                        + "support loaded, or no sensor driver is bound; see 'Debugging your sensor' in the README)"
+                        + "support loaded, or no sensor driver is bound; see 'Debugging your sensor' in docs/sensors.md)"
                 )
             }
             throw IIOError(

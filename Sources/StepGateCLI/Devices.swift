@@ -38,7 +38,7 @@ struct Devices: SynchronousCommand {
         if devices.isEmpty {
             printError(
                 "No IIO accelerometer in \(uri ?? "local:") (IIO is present, but no device has accel "
-                    + "channels; see 'Debugging your sensor' in the README).")
+                    + "channels; see 'Debugging your sensor' in docs/sensors.md).")
             throw ExitCode.failure
         }
         for device in devices {

@@ -81,6 +81,56 @@ enum Documentation {
         return page
     }
 
+    // MARK: - Markdown reference
+
+    /// The command reference as Markdown (`docs/commands.md`): every subcommand's usage,
+    /// description, arguments and options, as its `--help` gives them.
+    static func markdownReference() -> String {
+        var page = """
+            # Command reference
+
+            Generated from the command definitions by `stepgate help --markdown` (`bash \
+            scripts/man-and-completions.sh` writes this file; a test fails when it is out of date).
+            `stepgate help SUBCOMMAND` and `man stepgate` say the same. Exit status: 0 on success, 1 when \
+            something failed (the message says what and where, on standard error), 64 for a usage \
+            error, 126 when `stepgate exec` did not start a shielded program.
+
+
+            """
+        page += "```\n$ stepgate --help\n\(StepGate.rootHelp)\n```\n\n"
+        page += commands.map { "[\($0.commandName)](#\($0.commandName))" }.joined(separator: " · ") + "\n"
+        for c in commands {
+            page += "\n## \(c.commandName)\n\n"
+            page += "```\n\(StepGate.usage(for: c))\n```\n\n"
+            page += markdownText(c.abstract) + "\n"
+            if !c.discussion.isEmpty { page += "\n" + markdownText(c.discussion) + "\n" }
+            if !c.arguments.isEmpty || !c.options.isEmpty {
+                page += "\n| argument or option | meaning |\n|---|---|\n"
+                for argument in c.arguments {
+                    page += "| `\(argument.name)` | \(markdownCell(argument.help)) |\n"
+                }
+                for option in c.options {
+                    var names = "`--\(option.name)\(option.valueName.map { " <\($0)>" } ?? "")`"
+                    if let short = option.shortName { names = "`-\(short)`, " + names }
+                    page += "| \(names) | \(markdownCell(option.help)) |\n"
+                }
+            }
+        }
+        return page
+    }
+
+    /// Help text as Markdown: its lines joined into one paragraph each (blank lines kept).
+    private static func markdownText(_ text: String) -> String {
+        text.split(separator: "\n", omittingEmptySubsequences: false).map(String.init).joined(separator: "\n")
+    }
+
+    /// Help text in a table cell: one line, `|` escaped.
+    private static func markdownCell(_ text: String) -> String {
+        var cell = ""
+        for character in text { cell += character.isNewline ? " " : character == "|" ? "\\|" : String(character) }
+        return cell
+    }
+
     /// `.B \-\-output " " \fIfile\fR` style: the option in bold, its value in italics.
     private static func optionLine(_ option: OptionSpec) -> String {
         var names = "\\fB\\-\\-\(escape(option.name))\\fR"

@@ -64,6 +64,10 @@ public enum StepGate {
                 print(Documentation.manPage(), terminator: "")
                 return 0
             }
+            if name == "--markdown" {
+                print(Documentation.markdownReference(), terminator: "")
+                return 0
+            }
             guard let command = command(named: name) else {
                 printError("Error: unknown subcommand '\(name)'\n\(rootUsage)")
                 return ExitCode.usage.rawValue

@@ -133,7 +133,8 @@ enum DocumentationExamples {
 struct DocumentationExampleTests {
     @Test func theDocumentationHasExamplesToCheck() {
         let examples = DocumentationExamples.all
-        // README: the demo, --help, replay, eval, simulate; a parser that finds none must fail.
+        // The README's demo and trial replay, the command reference's --help, replay, eval,
+        // simulate in docs; a parser that finds none must fail.
         #expect(examples.count >= 5, "found \(examples.map(\.testDescription))")
         #expect(examples.contains { $0.command.hasPrefix("stepgate --help") })
     }
@@ -199,10 +200,28 @@ struct DocumentationExampleTests {
         #expect(DocumentationExamples.words("stepgate daemon &") == nil)
     }
 
-    /// The README's table of detector parameters shows the defaults `stepgate config` prints.
-    @Test func theReadmeParameterTableShowsTheDefaults() throws {
+    /// A JSON block under `<!-- config: PATH -->` in the README or docs is that file, as it is
+    /// (so a configuration shown is one the tests load).
+    @Test func configurationsShownAreTheFilesThemselves() throws {
+        var shown = 0
+        for name in DocumentationExamples.files {
+            let text = try String(contentsOf: Fixtures.packageRoot.appendingPathComponent(name), encoding: .utf8)
+            let lines = text.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+            for (index, line) in lines.enumerated() where line.hasPrefix("<!-- config: ") {
+                let path = String(line.dropFirst("<!-- config: ".count).dropLast(" -->".count))
+                let body = lines[(index + 2)...].prefix { $0 != "```" }.joined(separator: "\n") + "\n"
+                let file = try String(contentsOf: Fixtures.packageRoot.appendingPathComponent(path), encoding: .utf8)
+                #expect(body == file, "\(name):\(index + 1): the block is not \(path) as it is")
+                shown += 1
+            }
+        }
+        #expect(shown >= 1)
+    }
+
+    /// docs/detector.md's table of detector parameters shows the defaults `stepgate config` prints.
+    @Test func theParameterTableShowsTheDefaults() throws {
         let readme = try String(
-            contentsOf: Fixtures.packageRoot.appendingPathComponent("README.md"), encoding: .utf8)
+            contentsOf: Fixtures.packageRoot.appendingPathComponent("docs/detector.md"), encoding: .utf8)
         let printed = try runProcess(Fixtures.stepgateExecutable, ["config"])
         let defaults = try #require(
             try JSONSerialization.jsonObject(with: Data(printed.standardOutput.utf8)) as? [String: Any])
@@ -214,14 +233,14 @@ struct DocumentationExampleTests {
             guard let value = defaults[key] else { continue }
             rows += 1
             if let flag = value as? Bool, cells[1] == "true" || cells[1] == "false" {
-                #expect(String(flag) == cells[1], "README default of '\(key)'")
+                #expect(String(flag) == cells[1], "docs/detector.md default of '\(key)'")
             } else {
                 let number = (value as? NSNumber)?.doubleValue
                 #expect(
                     number != nil && number == Double(cells[1]),
-                    "README default of '\(key)': \(cells[1]) vs \(value)")
+                    "docs/detector.md default of '\(key)': \(cells[1]) vs \(value)")
             }
         }
-        #expect(rows == defaults.count, "the README's table lists \(rows) of \(defaults.count) parameters")
+        #expect(rows == defaults.count, "docs/detector.md's table lists \(rows) of \(defaults.count) parameters")
     }
 }

@@ -7,6 +7,7 @@ import Testing
 struct ManAndCompletionTests {
     static let shipped: [(path: String, arguments: [String])] = [
         ("docs/man/stepgate.1", ["help", "--man"]),
+        ("docs/commands.md", ["help", "--markdown"]),
         ("completions/stepgate.bash", ["completions", "bash"]),
         ("completions/_stepgate", ["completions", "zsh"]),
         ("completions/stepgate.fish", ["completions", "fish"]),
