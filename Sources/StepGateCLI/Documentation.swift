@@ -127,7 +127,9 @@ enum Documentation {
     /// Help text in a table cell: one line, `|` escaped.
     private static func markdownCell(_ text: String) -> String {
         var cell = ""
-        for character in text { cell += character.isNewline ? " " : character == "|" ? "\\|" : String(character) }
+        for character in text {
+            cell += character.isNewline ? " " : character == "|" ? "\\|" : String(character)
+        }
         return cell
     }
 

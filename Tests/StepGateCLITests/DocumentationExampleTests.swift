@@ -205,12 +205,14 @@ struct DocumentationExampleTests {
     @Test func configurationsShownAreTheFilesThemselves() throws {
         var shown = 0
         for name in DocumentationExamples.files {
-            let text = try String(contentsOf: Fixtures.packageRoot.appendingPathComponent(name), encoding: .utf8)
+            let text = try String(
+                contentsOf: Fixtures.packageRoot.appendingPathComponent(name), encoding: .utf8)
             let lines = text.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
             for (index, line) in lines.enumerated() where line.hasPrefix("<!-- config: ") {
                 let path = String(line.dropFirst("<!-- config: ".count).dropLast(" -->".count))
                 let body = lines[(index + 2)...].prefix { $0 != "```" }.joined(separator: "\n") + "\n"
-                let file = try String(contentsOf: Fixtures.packageRoot.appendingPathComponent(path), encoding: .utf8)
+                let file = try String(
+                    contentsOf: Fixtures.packageRoot.appendingPathComponent(path), encoding: .utf8)
                 #expect(body == file, "\(name):\(index + 1): the block is not \(path) as it is")
                 shown += 1
             }
@@ -241,6 +243,7 @@ struct DocumentationExampleTests {
                     "docs/detector.md default of '\(key)': \(cells[1]) vs \(value)")
             }
         }
-        #expect(rows == defaults.count, "docs/detector.md's table lists \(rows) of \(defaults.count) parameters")
+        #expect(
+            rows == defaults.count, "docs/detector.md's table lists \(rows) of \(defaults.count) parameters")
     }
 }
