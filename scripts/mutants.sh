@@ -24,9 +24,9 @@ mutants=(
     "repeated-hour-takes-the-second ::: Sources/UnlockPolicy/ScheduleMath.swift ::: s/best = min(best ?? candidate, candidate)/best = max(best ?? candidate, candidate)/ ::: UnlockPolicyTests"
     "skipped-hour-resolves-before-the-gap ::: Sources/UnlockPolicy/ScheduleMath.swift ::: s/        return hi \* 1000/        return lo * 1000/ ::: UnlockPolicyTests"
     # DurableFile
-    "no-fsync-before-rename ::: Sources/SystemFiles/DurableFile.swift ::: /if calls.fsync(fd) != 0 { throw fail(\"cannot fsync\") }/d ::: SystemFilesTests"
-    "no-fsync-of-the-folder ::: Sources/SystemFiles/DurableFile.swift ::: /if calls.fsync(dfd) != 0/d ::: SystemFilesTests"
-    "rename-follows-a-link ::: Sources/SystemFiles/DurableFile.swift ::: s/            case S_IFLNK:/            case S_IFLNK where false:/ ::: SystemFilesTests"
+    "no-fsync-before-rename ::: Sources/StepHistoryStore/DurableFile.swift ::: /if calls.fsync(fd) != 0 { throw fail(\"cannot fsync\") }/d ::: SystemFilesTests"
+    "no-fsync-of-the-folder ::: Sources/StepHistoryStore/DurableFile.swift ::: /if calls.fsync(dfd) != 0/d ::: SystemFilesTests"
+    "rename-follows-a-link ::: Sources/StepHistoryStore/DurableFile.swift ::: s/            case S_IFLNK:/            case S_IFLNK where false:/ ::: SystemFilesTests"
     # Resampler
     "resampler-carries-a-partial-period ::: Sources/StepDetection/Resampler.swift ::: /mutating func start(time: Int64, value: Double)/,/^    }/{/accumulated = 0/d} ::: ResamplerTests"
     "resampler-bridges-long-gaps ::: Sources/StepDetection/Resampler.swift ::: s/if span < 0 || span > maximumGap {/if span < 0 || span > maximumGap * 4 {/ ::: ResamplerTests"
