@@ -71,14 +71,14 @@ package struct DaemonConfiguration {
         confinementOff ? nil : cgroup ?? Self.defaultCgroup(stateDirectory: stateDirectory)
     }
 
-    /// `/stepgate` for the default state directory; for another, `/stepgate-` and eight hex
-    /// digits of a hash of its path, so two daemons on one machine never share their cgroups
-    /// (one's relock would end what the other's unlock allowed).
     /// `path` with every `%u` replaced by this process's uid.
     package static func expandingUID(_ path: String) -> String {
         path.replacingOccurrences(of: "%u", with: String(getuid()))
     }
 
+    /// `/stepgate` for the default state directory; for another, `/stepgate-` and eight hex
+    /// digits of a hash of its path, so two daemons on one machine never share their cgroups
+    /// (one's relock would end what the other's unlock allowed).
     package static func defaultCgroup(stateDirectory: String) -> String {
         guard stateDirectory != "/var/lib/stepgate" else { return "/stepgate" }
         var hash: UInt32 = 2_166_136_261  // FNV-1a
