@@ -386,15 +386,9 @@ package final class MQTTClient: Sendable {
         onEvent(.connected)
     }
 
-    /// The connection ended: 0 after our own DISCONNECT; libmosquitto's error, or the reason
-    /// code of the broker's DISCONNECT (0x80 and up: MQTT 5's "session taken over" when
-    /// another client logs in with this client id), when it ended otherwise.
+    /// The connection ended: 0 after our own DISCONNECT, anything else unexpectedly.
     fileprivate func lost(_ code: Int32) {
-        let reason =
-            code >= 0x80
-            ? "the broker closed the connection: "
-                + (library.reasonString(code).map { String(cString: $0) } ?? "reason \(code)")
-            : "connection lost: \(library.describe(code))"
+        let reason = "connection lost: \(library.describe(code))"
         state.withLock { state in
             state.connected = false
             if code != 0 && state.lastReason == nil { state.lastReason = reason }

@@ -90,7 +90,8 @@ public enum FolderSafety {
                 pending += components(target).reversed()
                 continue
             }
-            try check(next, leaf: false, refuse)
+            // The last component is the folder itself, checked below (it may be a system account's).
+            try check(next, leaf: false, systemOwner: leafMayBelongToSystemAccount && pending.isEmpty, refuse)
             current = next
         }
         // The folder itself, with the stricter rule (no sticky exception).
