@@ -326,8 +326,7 @@ package final class Daemon {
                         log.notice("input ended; still enforcing")
                     }
                 case .household(let event):
-                    let today = input.counts.withLock { $0 }.today
-                    switch household?.handle(event, at: clock.bootTime(), stepsToday: today) {
+                    switch household?.handle(event, at: clock.bootTime()) {
                     case .request(let request)?:
                         // A command from the broker is answered like one from the control socket.
                         answer(request)

@@ -166,9 +166,8 @@ final class HouseholdLink {
     }
 
     /// What the connection thread reported (handled at `now` on the daemon's boot clock): a
-    /// command to carry out, or steps to count. `stepsToday` is the gate's count today, held
-    /// with what a message adds to ``dailyLimit``.
-    func handle(_ event: MQTTClient.Event, at now: Duration, stepsToday: Int = 0) -> HouseholdOutcome? {
+    /// command to carry out, or steps to count.
+    func handle(_ event: MQTTClient.Event, at now: Duration) -> HouseholdOutcome? {
         switch event {
         case .connected:
             if lastProblem != nil || sessionsSeen == 0 { log.notice("mqtt: connected") }
@@ -214,7 +213,7 @@ final class HouseholdLink {
             if commands, message.topic == topics.command { return request(message).map { .request($0) } }
             if let stepSource, message.topic.hasPrefix(stepSource + "/steps/session/") {
                 watch.heardTotal()
-                return steps(message, at: now, stepsToday: stepsToday).map { .steps($0) }
+                return steps(message, at: now).map { .steps($0) }
             }
             if let stepSource, message.topic == stepSource + "/availability" {
                 watch.heardAvailability(message.text)
@@ -344,12 +343,15 @@ final class HouseholdLink {
         }
     }
 
-    /// The most steps taken from another host in one local day: more than anyone walks. What a
-    /// broken or hostile source claims beyond it is passed over, and logged.
+    /// The most steps taken from another host in any 24 hours (of the daemon's run): more than
+    /// anyone walks in a day. What a broken or hostile source claims beyond it is passed over,
+    /// and logged.
     static let dailyLimit = 100_000
+    /// The steps taken in the last 24 hours, and when (boot clock).
+    private var taken: [(at: Duration, steps: Int)] = []
 
     /// Takes a session total from the source: what it adds to the count, once.
-    private func steps(_ message: MQTTMessage, at now: Duration, stepsToday: Int) -> Int? {
+    private func steps(_ message: MQTTMessage, at now: Duration) -> Int? {
         guard !message.payload.isEmpty else { return nil }  // a session the source removed
         let session: StepSession
         do throws(JSONPathError) {
@@ -378,13 +380,16 @@ final class HouseholdLink {
                 "mqtt: \(message.topic) claimed \(added + receiver.heldBack) steps in one message; took \(added), the most one message may add (\(SharedStepReceiver.maximumPerMessage))"
             )
         }
-        if stepsToday + added > Self.dailyLimit {
-            let room = max(0, Self.dailyLimit - stepsToday)
+        taken.removeAll { now - $0.at >= .seconds(86_400) }
+        let day = taken.reduce(0) { $0 + $1.steps }
+        if day + added > Self.dailyLimit {
+            let room = max(0, Self.dailyLimit - day)
             log.warning(
-                "mqtt: \(message.topic) would make today's steps \(stepsToday + added), more than the \(Self.dailyLimit) a day taken from another host; took \(room)"
+                "mqtt: \(message.topic) would make the steps taken from another host in 24 hours \(day + added), more than \(Self.dailyLimit); took \(room)"
             )
             added = room
         }
+        if added > 0 { taken.append((now, added)) }
         // Written before the steps are counted: a gate that dies in between loses them rather
         // than counting them twice after its restart (when in doubt, locked).
         saveReceiver()
