@@ -127,7 +127,8 @@ package final class MQTTClient: Sendable {
     /// power or network). `onEvent` is called on the connection's thread. `mayConnect` is asked
     /// before every attempt (the daemon checks the folder of a broker's socket there).
     package init(
-        _ broker: MQTTBroker, will: MQTTMessage? = nil, mayConnect: @escaping @Sendable () -> String? = { nil },
+        _ broker: MQTTBroker, will: MQTTMessage? = nil,
+        mayConnect: @escaping @Sendable () -> String? = { nil },
         onEvent: @escaping @Sendable (Event) -> Void
     ) throws(MQTTError) {
         library = try LibMosquitto.load()
@@ -255,7 +256,9 @@ package final class MQTTClient: Sendable {
     /// `retainAsPublished`, messages come with the retain flag they were published with, also
     /// when they are delivered live (otherwise only those the broker sends from its store at
     /// subscription time are flagged); with `noLocal`, not the ones this client publishes.
-    package func subscribe(_ filter: String, qos: Int32 = 1, retainAsPublished: Bool = false, noLocal: Bool = false) {
+    package func subscribe(
+        _ filter: String, qos: Int32 = 1, retainAsPublished: Bool = false, noLocal: Bool = false
+    ) {
         let options =
             (retainAsPublished ? Int32(MQTT_SUB_OPT_RETAIN_AS_PUBLISHED.rawValue) : 0)
             | (noLocal ? Int32(MQTT_SUB_OPT_NO_LOCAL.rawValue) : 0)

@@ -159,14 +159,17 @@ package struct MQTTSettings: Equatable, Sendable {
                 message: "expected a topic prefix like \"homeassistant\" or false, found \(value.excerpt)")
         }
         let node = try string("node") ?? host
-        guard node.utf8.count <= 64, !node.contains(where: { $0 == "/" || $0 == "+" || $0 == "#" || $0 == "\0" })
+        guard node.utf8.count <= 64,
+            !node.contains(where: { $0 == "/" || $0 == "+" || $0 == "#" || $0 == "\0" })
         else {
             throw JSONPathError(
                 path: "mqtt.node",
-                message: "expected a name of at most 64 bytes without '/', '+', '#' or NUL; found \"\(node)\"")
+                message: "expected a name of at most 64 bytes without '/', '+', '#' or NUL; found \"\(node)\""
+            )
         }
         var settings = MQTTSettings(
-            broker: broker, topicPrefix: prefix, discoveryPrefix: discovery, passwordFile: passwordFile, node: node)
+            broker: broker, topicPrefix: prefix, discoveryPrefix: discovery, passwordFile: passwordFile,
+            node: node)
         for (key, flag) in [("commands", \MQTTSettings.commands), ("shareSteps", \MQTTSettings.shareSteps)] {
             switch members[key] {
             case nil: break

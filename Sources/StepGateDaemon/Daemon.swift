@@ -647,7 +647,8 @@ package final class Daemon {
         return StatusReply(
             ok: true, input: inputState, samples: counts.samples, stepsSinceStart: counts.steps,
             stepsToday: counts.today, lastDays: ledger.lastDays(), stores: stores,
-            emergencyRemaining: status.emergencyRemaining, problems: status.problems + (household?.problems ?? []),
+            emergencyRemaining: status.emergencyRemaining,
+            problems: status.problems + (household?.problems ?? []),
             nextChange: nextChange, unenforcedKinds: missing.isEmpty ? nil : missing,
             mqtt: household?.statusLine, inputProblem: input.problem(formatter: formatter))
     }

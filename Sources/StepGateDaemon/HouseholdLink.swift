@@ -315,7 +315,8 @@ final class HouseholdLink {
         )
         self.sender = sender
         senderDeadline.changed(at: now)
-        if readBack.pastPublished, let session = sender.sessions.first(where: { $0.session == copy.session }) {
+        if readBack.pastPublished, let session = sender.sessions.first(where: { $0.session == copy.session })
+        {
             publish(session)
         }
     }

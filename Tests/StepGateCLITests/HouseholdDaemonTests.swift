@@ -195,7 +195,8 @@ struct HouseholdDaemonTests {
         try daemon.wait(5, for: "the lock") { $0["shielded"] as? Bool == true }
         parent.publish(
             MQTTMessage(
-                topic: "stepgate/test/command", text: #"{"command": "emergency", "store": "games", "id": "r1"}"#,
+                topic: "stepgate/test/command",
+                text: #"{"command": "emergency", "store": "games", "id": "r1"}"#,
                 retain: true))
         #expect(
             replies.wait {
@@ -304,7 +305,8 @@ struct HouseholdDaemonTests {
                        "topicPrefix": "stepgate/sensor", "shareSteps": true}
             }
             """
-        let (viewer, seen) = try testClient(broker, id: "viewer", subscribe: ["stepgate/sensor/steps/session/+"])
+        let (viewer, seen) = try testClient(
+            broker, id: "viewer", subscribe: ["stepgate/sensor/steps/session/+"])
         defer { viewer.stop() }
         #expect(seen.wait { $0.connected() })
         func totals(_ messages: ArraySlice<MQTTMessage>) -> [(session: String, total: Int)] {
@@ -329,7 +331,8 @@ struct HouseholdDaemonTests {
         defer { again.kill(SIGKILL) }
         #expect(
             seen.wait(10) { _ in
-                again.log.contains("mqtt: the broker has session \(published.session) at \(published.total) steps")
+                again.log.contains(
+                    "mqtt: the broker has session \(published.session) at \(published.total) steps")
             }, "\(again.log)")
         // Its next session is published, and nothing lower for the old one, ever.
         #expect(seen.wait(10) { totals($0.messages[before...]).contains { $0.session != published.session } })
@@ -379,7 +382,8 @@ struct HouseholdDaemonTests {
         #expect(
             good.standardOutput.contains("takes lock, skip and emergency commands from stepgate/desk/command")
         )
-        #expect(good.standardOutput.contains("Home Assistant discovery under homeassistant/ (node id stepgate_"))
+        #expect(
+            good.standardOutput.contains("Home Assistant discovery under homeassistant/ (node id stepgate_"))
         let sensor = try check(
             """
             {"input": {"replay": "\(Fixtures.samples.appendingPathComponent("walk-front-pocket-303.csv").path)"},

@@ -37,7 +37,8 @@ enum HouseholdDocumentation {
     static func blocks() throws -> [String: String] {
         blocks(
             in: try String(
-                contentsOf: Fixtures.packageRoot.appendingPathComponent("docs/household.md"), encoding: .utf8))
+                contentsOf: Fixtures.packageRoot.appendingPathComponent("docs/household.md"), encoding: .utf8)
+        )
     }
 }
 
@@ -99,17 +100,23 @@ struct HouseholdDocumentationTests {
         }
         let brokerConf = try #require(blocks["broker.conf"])
         #expect(brokerConf.contains("listener 8883\n"))
-        try moved(brokerConf).replacingOccurrences(of: "listener 8883\n", with: "listener \(port) 127.0.0.1\n")
-            .write(to: etc.appendingPathComponent("conf.d/stepgate.conf"), atomically: true, encoding: .utf8)
+        try moved(brokerConf).replacingOccurrences(
+            of: "listener 8883\n", with: "listener \(port) 127.0.0.1\n"
+        )
+        .write(to: etc.appendingPathComponent("conf.d/stepgate.conf"), atomically: true, encoding: .utf8)
         let acl = try #require(blocks["acl"])
         try acl.write(to: etc.appendingPathComponent("acl"), atomically: true, encoding: .utf8)
         // Every account the ACL names, with the password NAME-secret.
-        let accounts = acl.split(separator: "\n").filter { $0.hasPrefix("user ") }.map { String($0.dropFirst(5)) }
+        let accounts = acl.split(separator: "\n").filter { $0.hasPrefix("user ") }.map {
+            String($0.dropFirst(5))
+        }
         #expect(Set(accounts) == ["pocket-pi", "desk", "tv", "parent", "homeassistant"])
         let passwd = etc.appendingPathComponent("passwd").path
         for (index, name) in accounts.enumerated() {
             let status = try TestBroker.run(
-                ["/usr/bin/mosquitto_passwd"] + (index == 0 ? ["-c"] : []) + ["-b", passwd, name, "\(name)-secret"])
+                ["/usr/bin/mosquitto_passwd"] + (index == 0 ? ["-c"] : []) + [
+                    "-b", passwd, name, "\(name)-secret",
+                ])
             try #require(status == 0)
         }
         // A CA and the broker's certificate (for localhost, where the test's broker.home is).
@@ -119,7 +126,9 @@ struct HouseholdDocumentationTests {
             "req -newkey rsa:2048 -nodes -subj /CN=localhost -addext subjectAltName=DNS:localhost -keyout \(certs)/broker.key -out \(certs)/broker.csr",
             "x509 -req -in \(certs)/broker.csr -CA \(certs)/ca.crt -CAkey \(certs)/ca.key -CAcreateserial -days 1 -copy_extensions copy -out \(certs)/broker.crt",
         ] {
-            try #require(try TestBroker.run(["/usr/bin/openssl"] + command.split(separator: " ").map(String.init)) == 0)
+            try #require(
+                try TestBroker.run(["/usr/bin/openssl"] + command.split(separator: " ").map(String.init)) == 0
+            )
         }
         // What the document says the broker's user must read.
         for file in [passwd, etc.appendingPathComponent("acl").path, "\(certs)/broker.key"] {
@@ -153,8 +162,11 @@ struct HouseholdDocumentationTests {
             chmod(password, 0o600)
             try "127.0.0.1 localhost\n".write(
                 toFile: home.appendingPathComponent("hosts").path, atomically: true, encoding: .utf8)
-            let section = moved(block).replacingOccurrences(of: "/etc/stepgate/", with: etcStepGate.path + "/")
-                .replacingOccurrences(of: #""host": "broker.home""#, with: #""host": "localhost", "port": \#(port)"#)
+            let section = moved(block).replacingOccurrences(
+                of: "/etc/stepgate/", with: etcStepGate.path + "/"
+            )
+            .replacingOccurrences(
+                of: #""host": "broker.home""#, with: #""host": "localhost", "port": \#(port)"#)
             return try TestDaemon(
                 folder: home,
                 config: """
@@ -176,7 +188,8 @@ struct HouseholdDocumentationTests {
         defer { tv.kill(SIGKILL) }
         let walk = Fixtures.samples.appendingPathComponent("walk-front-pocket-303.csv").path
         let sensor = try host(
-            "pocket-pi", block: try #require(blocks["sensor.json"]), input: #"{"replay": "\#(walk)", "speed": 10}"#)
+            "pocket-pi", block: try #require(blocks["sensor.json"]),
+            input: #"{"replay": "\#(walk)", "speed": 10}"#)
         defer { sensor.kill(SIGKILL) }
 
         func status(_ daemon: TestDaemon) -> [String: Any] { (try? daemon.status()) ?? [:] }
@@ -200,14 +213,20 @@ struct HouseholdDocumentationTests {
         #expect(
             seen.wait(10) { received in
                 ["desk", "tv", "pocket-pi"].allSatisfy { node in
-                    received.messages.contains { $0.topic == "homeassistant/sensor/stepgate_\(node)/steps_today/config" }
+                    received.messages.contains {
+                        $0.topic == "homeassistant/sensor/stepgate_\(node)/steps_today/config"
+                    }
                         && received.last("stepgate/\(node)/availability")?.text == "online"
                 }
             }, "\(seen.messages.map(\.topic))")
         #expect(seen.wait { $0.last("stepgate/desk/steps")?.text.contains(#""today":\#(counted)"#) == true })
-        assistant.publish(MQTTMessage(topic: "stepgate/tv/command", text: #"{"command": "status", "id": "ha"}"#))
+        assistant.publish(
+            MQTTMessage(topic: "stepgate/tv/command", text: #"{"command": "status", "id": "ha"}"#))
         #expect(
-            seen.wait { _ in broker.log.contains("Denied PUBLISH from homeassistant") && broker.log.contains("'stepgate/tv/command'") },
+            seen.wait { _ in
+                broker.log.contains("Denied PUBLISH from homeassistant")
+                    && broker.log.contains("'stepgate/tv/command'")
+            },
             "\(broker.log)")
 
         // A parent: commands both gates, and is answered.
@@ -223,7 +242,9 @@ struct HouseholdDocumentationTests {
                     text: #"{"command": "lock", "store": "games", "minutes": 5, "id": "p-\#(gate)"}"#))
             #expect(
                 replies.wait {
-                    $0.last("stepgate/\(gate)/reply").map { $0.text.contains(#""id":"p-\#(gate)""#) && $0.text.contains(#""ok":true"#) }
+                    $0.last("stepgate/\(gate)/reply").map {
+                        $0.text.contains(#""id":"p-\#(gate)""#) && $0.text.contains(#""ok":true"#)
+                    }
                         == true
                 }, "\(replies.messages.map(\.text))")
         }
@@ -235,11 +256,15 @@ struct HouseholdDocumentationTests {
 
         // use_username_as_clientid: a second login with the desk's account takes its connection,
         // and cannot write the desk's command topic either.
-        let (intruder, intruded) = try testClient(broker, id: "anything", user: ("desk", "desk-secret"), caFile: "\(certs)/ca.crt")
+        let (intruder, intruded) = try testClient(
+            broker, id: "anything", user: ("desk", "desk-secret"), caFile: "\(certs)/ca.crt")
         #expect(intruded.wait { $0.connected() })
-        intruder.publish(MQTTMessage(topic: "stepgate/desk/command", text: #"{"command": "status", "id": "self"}"#))
+        intruder.publish(
+            MQTTMessage(topic: "stepgate/desk/command", text: #"{"command": "status", "id": "self"}"#))
         #expect(
-            seen.wait(20) { _ in desk.log.contains("mqtt: the broker closed this gate's connection 3 times in a minute") },
+            seen.wait(20) { _ in
+                desk.log.contains("mqtt: the broker closed this gate's connection 3 times in a minute")
+            },
             "\(desk.log)")
         #expect(seen.wait { _ in broker.log.contains("Denied PUBLISH from desk") }, "\(broker.log)")
         intruder.stop()

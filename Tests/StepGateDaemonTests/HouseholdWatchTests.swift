@@ -71,7 +71,8 @@ struct HouseholdWatchTests {
             let problem =
                 "mqtt: no step total from stepgate/pocket in the 60 s since this gate connected, although stepgate/pocket/availability says online: the broker's ACL likely does not let account gate read stepgate/pocket/steps/session/+ (Mosquitto grants such a subscription and drops the messages)"
             #expect(status["problems"] as? [String] == [problem])
-            #expect(seen.wait { $0.last("stepgate/gate/problems")?.text.contains("no step total from") == true })
+            #expect(
+                seen.wait { $0.last("stepgate/gate/problems")?.text.contains("no step total from") == true })
             // The right added (the broker restarted with it; the sensor publishes its totals
             // again): the gate counts the session it had not seen, and the problem goes.
             broker.kill()
@@ -92,7 +93,8 @@ struct HouseholdWatchTests {
         let folder = try Fixtures.temporaryFolder()
         let home = folder.appendingPathComponent("broker")
         try FileManager.default.createDirectory(at: home, withIntermediateDirectories: true)
-        try #"{"defaultACLAccess": {"publishClientSend": true, "publishClientReceive": true, "subscribe": false, "unsubscribe": true}, "clients": [], "groups": [], "roles": []}"#
+        try
+            #"{"defaultACLAccess": {"publishClientSend": true, "publishClientReceive": true, "subscribe": false, "unsubscribe": true}, "clients": [], "groups": [], "roles": []}"#
             .write(toFile: home.appendingPathComponent("dynsec.json").path, atomically: true, encoding: .utf8)
         let socket = home.appendingPathComponent("broker.sock").path
         let port = try TestBroker.freePort()
@@ -149,7 +151,9 @@ struct HouseholdWatchTests {
                     topic: "stepgate/pocket/steps/session/s1",
                     text: #"{"session": "s1", "seq": 2, "total": 150010}"#, retain: true))
             let file = folder.appendingPathComponent("state/step-sources.json").path
-            try await eventually { (try? String(contentsOfFile: file, encoding: .utf8))?.contains(#""seq":2"#) == true }
+            try await eventually {
+                (try? String(contentsOfFile: file, encoding: .utf8))?.contains(#""seq":2"#) == true
+            }
             try await loop.settle()
             #expect(try await loop.status()["stepsSinceStart"] as? Int == 100_000)
             loop.clock.advance(by: .seconds(86_400))
