@@ -3,3 +3,4 @@
 // the executable does not link libmosquitto; Household/LibMosquitto.swift opens it when a
 // daemon's configuration has an "mqtt" section.
 #include <mosquitto.h>
+#include <mqtt_protocol.h>

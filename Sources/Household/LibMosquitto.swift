@@ -18,6 +18,8 @@ struct LibMosquitto: @unchecked Sendable {
 
     typealias Client = OpaquePointer
     typealias ConnectCallback = @convention(c) (Client?, UnsafeMutableRawPointer?, Int32) -> Void
+    typealias SubscribeCallback =
+        @convention(c) (Client?, UnsafeMutableRawPointer?, Int32, Int32, UnsafePointer<Int32>?) -> Void
     typealias MessageCallback =
         @convention(c) (Client?, UnsafeMutableRawPointer?, UnsafePointer<mosquitto_message>?) -> Void
     typealias PasswordCallback =
@@ -52,14 +54,18 @@ struct LibMosquitto: @unchecked Sendable {
             Bool
         )
             -> Int32
+    /// `mosquitto_subscribe_v5` (the properties, never used, as a raw pointer).
     let subscribe:
-        @convention(c) (Client?, UnsafeMutablePointer<Int32>?, UnsafePointer<CChar>?, Int32) -> Int32
+        @convention(c) (
+            Client?, UnsafeMutablePointer<Int32>?, UnsafePointer<CChar>?, Int32, Int32, UnsafeRawPointer?
+        ) -> Int32
+    let subscribeCallbackSet: @convention(c) (Client?, SubscribeCallback?) -> Void
     let connectCallbackSet: @convention(c) (Client?, ConnectCallback?) -> Void
     let disconnectCallbackSet: @convention(c) (Client?, ConnectCallback?) -> Void
     let messageCallbackSet: @convention(c) (Client?, MessageCallback?) -> Void
     let userDataSet: @convention(c) (Client?, UnsafeMutableRawPointer?) -> Void
     let strerror: @convention(c) (Int32) -> UnsafePointer<CChar>?
-    let connackString: @convention(c) (Int32) -> UnsafePointer<CChar>?
+    let reasonString: @convention(c) (Int32) -> UnsafePointer<CChar>?
 
     private init(handle: UnsafeMutableRawPointer) throws(MQTTError) {
         func symbol<Function>(_ name: String, _: Function.Type) throws(MQTTError) -> Function {
@@ -85,14 +91,15 @@ struct LibMosquitto: @unchecked Sendable {
         disconnect = try symbol("mosquitto_disconnect", type(of: disconnect))
         loop = try symbol("mosquitto_loop", type(of: loop))
         publish = try symbol("mosquitto_publish", type(of: publish))
-        subscribe = try symbol("mosquitto_subscribe", type(of: subscribe))
+        subscribe = try symbol("mosquitto_subscribe_v5", type(of: subscribe))
+        subscribeCallbackSet = try symbol("mosquitto_subscribe_callback_set", type(of: subscribeCallbackSet))
         connectCallbackSet = try symbol("mosquitto_connect_callback_set", type(of: connectCallbackSet))
         disconnectCallbackSet = try symbol(
             "mosquitto_disconnect_callback_set", type(of: disconnectCallbackSet))
         messageCallbackSet = try symbol("mosquitto_message_callback_set", type(of: messageCallbackSet))
         userDataSet = try symbol("mosquitto_user_data_set", type(of: userDataSet))
         strerror = try symbol("mosquitto_strerror", type(of: strerror))
-        connackString = try symbol("mosquitto_connack_string", type(of: connackString))
+        reasonString = try symbol("mosquitto_reason_string", type(of: reasonString))
     }
 
     /// libmosquitto opened and initialised once, by the first caller.

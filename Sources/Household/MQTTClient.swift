@@ -77,6 +77,10 @@ package struct MQTTMessage: Equatable, Sendable {
 /// has them again at once). The caller never waits on the broker: ``publish(_:)`` queues and
 /// returns; with no connection, a retained message is kept for the next one and any other is
 /// dropped (and counted). Retained messages are state and go at QoS 0 (see ``send(_:)``).
+///
+/// It speaks MQTT 5, for one option 3.1.1 lacks: a subscription may ask for messages with the
+/// retain flag they were published with (``subscribe(_:qos:retainAsPublished:)``), so a command
+/// published retained is known as such on its first, live delivery too.
 package final class MQTTClient: Sendable {
     /// What the connection thread reports.
     package enum Event: Sendable, Equatable {
@@ -84,6 +88,10 @@ package final class MQTTClient: Sendable {
         /// The connection was lost or could not be made; the thread tries again.
         case disconnected(reason: String)
         case message(MQTTMessage)
+        /// The broker answered a subscription (SUBACK): granted, or refused (a failure code,
+        /// 0x80 and up: the broker's ACL, mostly). Mosquitto 2 grants a subscription its ACL
+        /// denies and then drops the messages, so a grant does not mean they will come.
+        case subscribed(filter: String, granted: Bool)
     }
 
     private struct State {
@@ -94,7 +102,9 @@ package final class MQTTClient: Sendable {
         var stopping = false
         var retained: [String: MQTTMessage] = [:]
         var retainedOrder: [String] = []
-        var subscriptions: [(filter: String, qos: Int32)] = []
+        var subscriptions: [(filter: String, qos: Int32, options: Int32)] = []
+        /// The filters of the subscriptions not answered yet, by message id.
+        var pendingSubscriptions: [Int32: String] = [:]
         var dropped = 0
         var lastReason: String?
     }
@@ -107,23 +117,30 @@ package final class MQTTClient: Sendable {
     private let broker: MQTTBroker
     private let state = Mutex(State())
     private let onEvent: @Sendable (Event) -> Void
+    /// Asked before every attempt to connect: why not to (the reason is reported as a failed
+    /// attempt, and tried again after the pause), or nil.
+    private let mayConnect: @Sendable () -> String?
     private let threadDone = DispatchSemaphore(value: 0)
 
     /// Makes the client; nothing is sent until ``start()``. `will` is published by the broker
     /// when the connection ends without a goodbye (the daemon was killed, the machine lost
-    /// power or network). `onEvent` is called on the connection's thread.
+    /// power or network). `onEvent` is called on the connection's thread. `mayConnect` is asked
+    /// before every attempt (the daemon checks the folder of a broker's socket there).
     package init(
-        _ broker: MQTTBroker, will: MQTTMessage? = nil, onEvent: @escaping @Sendable (Event) -> Void
+        _ broker: MQTTBroker, will: MQTTMessage? = nil,
+        mayConnect: @escaping @Sendable () -> String? = { nil },
+        onEvent: @escaping @Sendable (Event) -> Void
     ) throws(MQTTError) {
         library = try LibMosquitto.load()
         self.broker = broker
         self.onEvent = onEvent
+        self.mayConnect = mayConnect
         guard let pointer = library.new(broker.clientID, true, nil) else {
             throw MQTTError("cannot make an MQTT client (client id \"\(broker.clientID)\")")
         }
         handle = Handle(pointer: pointer)
         _ = library.threadedSet(pointer, true)
-        _ = library.intOption(pointer, MOSQ_OPT_PROTOCOL_VERSION, Int32(MQTT_PROTOCOL_V311))
+        _ = library.intOption(pointer, MOSQ_OPT_PROTOCOL_VERSION, Int32(MQTT_PROTOCOL_V5))
         // Small messages at once, not held for Nagle's algorithm (some 40 ms a step on loopback).
         _ = library.intOption(pointer, MOSQ_OPT_TCP_NODELAY, 1)
         func check(_ code: Int32, _ what: String) throws(MQTTError) {
@@ -179,6 +196,10 @@ package final class MQTTClient: Sendable {
             guard let context else { return }
             Unmanaged<MQTTClient>.fromOpaque(context).takeUnretainedValue().lost(code)
         }
+        library.subscribeCallbackSet(handle.pointer) { _, context, id, count, codes in
+            guard let context, count > 0, let codes else { return }
+            Unmanaged<MQTTClient>.fromOpaque(context).takeUnretainedValue().subscribed(id, code: codes[0])
+        }
         library.messageCallbackSet(handle.pointer) { _, context, message in
             guard let context, let message = message?.pointee, let topic = message.topic else { return }
             let payload =
@@ -231,13 +252,37 @@ package final class MQTTClient: Sendable {
         return code == 0
     }
 
-    /// Subscribes now if connected, and again after every reconnection.
-    package func subscribe(_ filter: String, qos: Int32 = 1) {
+    /// Subscribes now if connected, and again after every reconnection. With
+    /// `retainAsPublished`, messages come with the retain flag they were published with, also
+    /// when they are delivered live (otherwise only those the broker sends from its store at
+    /// subscription time are flagged); with `noLocal`, not the ones this client publishes.
+    package func subscribe(
+        _ filter: String, qos: Int32 = 1, retainAsPublished: Bool = false, noLocal: Bool = false
+    ) {
+        let options =
+            (retainAsPublished ? Int32(MQTT_SUB_OPT_RETAIN_AS_PUBLISHED.rawValue) : 0)
+            | (noLocal ? Int32(MQTT_SUB_OPT_NO_LOCAL.rawValue) : 0)
         let connected = state.withLock { state in
-            state.subscriptions.append((filter, qos))
+            state.subscriptions.append((filter, qos, options))
             return state.connected
         }
-        if connected { _ = library.subscribe(handle.pointer, nil, filter, qos) }
+        if connected { sendSubscription(filter, qos: qos, options: options) }
+    }
+
+    /// SUBSCRIBE, its message id kept to name the filter in the answer. (Sent from another
+    /// thread than the connection's, the answer may in theory come before the id is kept, and
+    /// is then not reported; the daemon subscribes before it starts the client.)
+    private func sendSubscription(_ filter: String, qos: Int32, options: Int32) {
+        var id: Int32 = 0
+        guard library.subscribe(handle.pointer, &id, filter, qos, options, nil) == 0 else { return }
+        state.withLock { $0.pendingSubscriptions[id] = filter }
+    }
+
+    /// SUBACK for the subscription with message id `id`: `code` is the granted QoS (0–2), or a
+    /// failure (0x80 and up).
+    fileprivate func subscribed(_ id: Int32, code: Int32) {
+        guard let filter = state.withLock({ $0.pendingSubscriptions.removeValue(forKey: id) }) else { return }
+        onEvent(.subscribed(filter: filter, granted: code < 0x80))
     }
 
     /// Messages dropped so far because there was no connection (retained ones are kept instead).
@@ -269,6 +314,12 @@ package final class MQTTClient: Sendable {
         var everConnected = false
         while !stopping {
             var code: Int32
+            if let refusal = mayConnect() {
+                markDisconnected(refusal)
+                sleep(pause)
+                pause = min(pause * 2, broker.reconnectDelay.upperBound)
+                continue
+            }
             if everConnected {
                 code = library.reconnect(handle.pointer)
             } else {
@@ -296,15 +347,19 @@ package final class MQTTClient: Sendable {
             if stopping { break }
             let reason = state.withLock { $0.lastReason } ?? library.describe(code)
             markDisconnected(reason)
-            // Sleep in short slices, so stop() is not held up by a long pause.
-            var slept = 0.0
-            while slept < pause && !stopping {
-                usleep(100_000)
-                slept += 0.1
-            }
+            sleep(pause)
             pause = min(pause * 2, broker.reconnectDelay.upperBound)
         }
         markDisconnected(nil)
+    }
+
+    /// Sleeps `seconds` in short slices, so stop() is not held up by a long pause.
+    private func sleep(_ seconds: Double) {
+        var slept = 0.0
+        while slept < seconds && !stopping {
+            usleep(100_000)
+            slept += 0.1
+        }
     }
 
     private func markDisconnected(_ reason: String?) {
@@ -319,27 +374,27 @@ package final class MQTTClient: Sendable {
     /// CONNACK: 0 is accepted; anything else is the broker's refusal (bad credentials, …).
     fileprivate func connected(_ code: Int32) {
         guard code == 0 else {
-            let reason = library.connackString(code).map { String(cString: $0) } ?? "refused (\(code))"
+            let reason = library.reasonString(code).map { String(cString: $0) } ?? "refused (\(code))"
             state.withLock { $0.lastReason = "the broker refused the connection: \(reason)" }
             return
         }
         let (subscriptions, retained) = state.withLock { state in
             state.connected = true
             state.sessions += 1
+            state.pendingSubscriptions = [:]
             return (state.subscriptions, state.retainedOrder.compactMap { state.retained[$0] })
         }
-        for (filter, qos) in subscriptions { _ = library.subscribe(handle.pointer, nil, filter, qos) }
+        for (filter, qos, options) in subscriptions { sendSubscription(filter, qos: qos, options: options) }
         for message in retained { _ = send(message) }
         onEvent(.connected)
     }
 
     /// The connection ended: 0 after our own DISCONNECT, anything else unexpectedly.
     fileprivate func lost(_ code: Int32) {
+        let reason = "connection lost: \(library.describe(code))"
         state.withLock { state in
             state.connected = false
-            if code != 0 && state.lastReason == nil {
-                state.lastReason = "connection lost: \(library.describe(code))"
-            }
+            if code != 0 && state.lastReason == nil { state.lastReason = reason }
         }
     }
 }

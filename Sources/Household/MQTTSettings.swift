@@ -33,10 +33,13 @@ package struct MQTTSettings: Equatable, Sendable {
     /// Whether the gate publishes the steps it counts for gates on other hosts (their input
     /// `{"mqtt": PREFIX}`).
     package var shareSteps = false
+    /// The gate's name in Home Assistant (device `StepGate NODE`, node id `stepgate_NODE`);
+    /// the host name unless set, so two daemons on one host need it to keep their entities apart.
+    package var node: String
 
     package static let keys: Set<String> = [
         "host", "port", "socket", "clientID", "username", "passwordFile", "tls", "keepalive", "topicPrefix",
-        "discoveryPrefix", "commands", "shareSteps",
+        "discoveryPrefix", "commands", "shareSteps", "node",
     ]
 
     /// This machine's host name (the defaults' `HOSTNAME`).
@@ -155,8 +158,18 @@ package struct MQTTSettings: Equatable, Sendable {
                 path: "mqtt.discoveryPrefix",
                 message: "expected a topic prefix like \"homeassistant\" or false, found \(value.excerpt)")
         }
+        let node = try string("node") ?? host
+        guard node.utf8.count <= 64,
+            !node.contains(where: { $0 == "/" || $0 == "+" || $0 == "#" || $0 == "\0" })
+        else {
+            throw JSONPathError(
+                path: "mqtt.node",
+                message: "expected a name of at most 64 bytes without '/', '+', '#' or NUL; found \"\(node)\""
+            )
+        }
         var settings = MQTTSettings(
-            broker: broker, topicPrefix: prefix, discoveryPrefix: discovery, passwordFile: passwordFile)
+            broker: broker, topicPrefix: prefix, discoveryPrefix: discovery, passwordFile: passwordFile,
+            node: node)
         for (key, flag) in [("commands", \MQTTSettings.commands), ("shareSteps", \MQTTSettings.shareSteps)] {
             switch members[key] {
             case nil: break

@@ -113,6 +113,18 @@ package struct SharedStepSender: Equatable, Sendable {
         sessions[sessions.count - 1].total += count
     }
 
+    /// The broker's copy of one of the sessions (read back after a restart): the larger total
+    /// and sequence number are kept, so a host killed before it wrote its last steps never
+    /// publishes a total lower than the one the gates may have taken. True if it raised one.
+    package mutating func raise(to copy: StepSession) -> Bool {
+        guard let index = sessions.firstIndex(where: { $0.session == copy.session }) else { return false }
+        let kept = sessions[index]
+        guard copy.total > kept.total || copy.seq > kept.seq else { return false }
+        sessions[index] = StepSession(
+            session: kept.session, seq: max(kept.seq, copy.seq), total: max(kept.total, copy.total))
+        return true
+    }
+
     /// The sessions dropped from `before` to now (to clear from the broker).
     package func dropped(since before: [StepSession]) -> [String] {
         let kept = Set(sessions.map(\.session))
@@ -126,6 +138,8 @@ package struct SharedStepReceiver: Equatable, Sendable {
     /// The most one message may add: more than anyone walks in a day. A source that claims more
     /// (a broken or hostile one) is held to it, and no sum of messages can overflow a count.
     package static let maximumPerMessage = 100_000
+    /// What the last message claimed beyond ``maximumPerMessage`` (0 when it was within it).
+    package private(set) var heldBack = 0
     /// The sessions taken from, oldest first.
     package private(set) var taken: [StepSession]
     /// True until the first connection's retained messages are through, for a gate that has
@@ -140,18 +154,22 @@ package struct SharedStepReceiver: Equatable, Sendable {
     /// What a message adds: the steps to count now (0 for a repeat, an older message, or a
     /// session adopted as it stands).
     package mutating func receive(_ message: StepSession, retained: Bool) -> Int {
+        let claimed: Int
         if let index = taken.firstIndex(where: { $0.session == message.session }) {
             let last = taken[index]
             guard message.seq > last.seq else { return 0 }
             taken[index] = StepSession(
                 session: message.session, seq: message.seq, total: max(last.total, message.total))
-            return min(Self.maximumPerMessage, max(0, message.total - last.total))
+            claimed = max(0, message.total - last.total)
+        } else {
+            taken.append(message)
+            if taken.count > Self.keptSessions { taken.removeFirst(taken.count - Self.keptSessions) }
+            // A session first seen: all its steps are new, unless this gate is adopting the
+            // source's past (its first connection, and a retained message: one sent before).
+            claimed = adopting && retained ? 0 : message.total
         }
-        taken.append(message)
-        if taken.count > Self.keptSessions { taken.removeFirst(taken.count - Self.keptSessions) }
-        // A session first seen: all its steps are new, unless this gate is adopting the
-        // source's past (its first connection, and a retained message: one sent before).
-        return adopting && retained ? 0 : min(Self.maximumPerMessage, message.total)
+        heldBack = max(0, claimed - Self.maximumPerMessage)
+        return claimed - heldBack
     }
 
     /// The first connection's retained messages are through: from now on a session not seen

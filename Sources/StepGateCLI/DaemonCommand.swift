@@ -180,10 +180,15 @@ struct DaemonCommand: Command {
             plan.append(
                 "mqtt: publishes steps and each store's state (retained) under \(mqtt.topicPrefix) at "
                     + "\(mqtt.broker.described)\(mqtt.broker.username.map { " as \($0)" } ?? ""), "
-                    + (mqtt.discoveryPrefix.map { "Home Assistant discovery under \($0)/, " } ?? "")
+                    + (mqtt.discoveryPrefix.map {
+                        "Home Assistant discovery under \($0)/ (node id stepgate_\(GateTopics.identifier(mqtt.node))), "
+                    } ?? "")
                     + "availability with a will; "
                     + (mqtt.commands
                         ? "takes lock, skip and emergency commands from \(mqtt.topicPrefix)/command with the admin group's rights (the broker's ACL must let only admins publish there); "
+                        : "")
+                    + (mqtt.shareSteps
+                        ? "shares the steps it counts on \(mqtt.topicPrefix)/steps/session/SESSION for gates on other hosts (the broker's ACL must let this host read and write \(mqtt.topicPrefix)/steps/#, and no one else write there); "
                         : "")
                     + "enforcement never waits on the broker")
         }
@@ -214,10 +219,6 @@ struct DaemonCommand: Command {
         if let domains = configuration.domains {
             list.append(("domains file folder", folderOf(domains.path)))
         }
-        // The gate trusts whatever answers on the broker's socket (and sends it its password).
-        if case .unixSocket(let path)? = configuration.mqtt?.broker.address {
-            list.append(("MQTT broker socket folder", folderOf(path)))
-        }
         // And whatever broker the CA vouches for: a CA file another user could replace would
         // let their broker pass.
         if let tls = configuration.mqtt?.broker.tls {
@@ -244,6 +245,18 @@ struct DaemonCommand: Command {
                 try FolderSafety.checkOnlyRootCanChange(path, allowMissing: allowMissing)
             } catch {
                 throw ConfigurationFileError(path: configPath, message: "\(role): \(error)")
+            }
+        }
+        // The gate trusts whatever answers on the broker's socket (and sends it its password):
+        // its folder is the broker's (a system account's, such as /run/mosquitto) or root's,
+        // and no one else's. It may appear after the daemon starts, with the broker; the link
+        // checks it again before every connection.
+        if case .unixSocket(let path)? = configuration.mqtt?.broker.address {
+            do {
+                try FolderSafety.checkOnlyRootCanChange(
+                    folderOf(path), allowMissing: true, leafMayBelongToSystemAccount: true)
+            } catch {
+                throw ConfigurationFileError(path: configPath, message: "MQTT broker socket folder: \(error)")
             }
         }
         // The TLS and password files themselves: root's, not writable by anyone else, and the

@@ -326,7 +326,7 @@ package final class Daemon {
                         log.notice("input ended; still enforcing")
                     }
                 case .household(let event):
-                    switch household?.handle(event) {
+                    switch household?.handle(event, at: clock.bootTime()) {
                     case .request(let request)?:
                         // A command from the broker is answered like one from the control socket.
                         answer(request)
@@ -340,6 +340,7 @@ package final class Daemon {
                 }
             }
             // What changed, to the household (only what differs is sent).
+            household?.check(at: clock.bootTime())
             household?.update(snapshot(clock.now()))
             savesDue.set([ledger.saveDue, household?.saveDue].compactMap { $0 }.min())
         }
@@ -666,7 +667,8 @@ package final class Daemon {
         return StatusReply(
             ok: true, input: inputState, samples: counts.samples, stepsSinceStart: counts.steps,
             stepsToday: counts.today, lastDays: ledger.lastDays(), stores: stores,
-            emergencyRemaining: status.emergencyRemaining, problems: status.problems,
+            emergencyRemaining: status.emergencyRemaining,
+            problems: status.problems + (household?.problems ?? []),
             nextChange: nextChange, unenforcedKinds: missing.isEmpty ? nil : missing,
             mqtt: household?.statusLine, inputProblem: input.problem(formatter: formatter))
     }

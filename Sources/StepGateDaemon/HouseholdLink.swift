@@ -40,12 +40,20 @@ final class HouseholdLink {
     private var senderDeadline = SaveDeadline(interval: .seconds(5))
     /// Sessions too old to keep, to remove from the broker at start.
     private var droppedSessions: [String] = []
+    /// The sessions before this one are published again only once the broker's retained copies
+    /// of them have been read (``SessionReadBack``), so a total the broker has higher (the
+    /// host was killed before it wrote it) is never replaced by the lower one from disk.
+    private var readBack = SessionReadBack()
     /// Shared steps, receiving (input `{"mqtt": PREFIX}`): the source's prefix, the totals
     /// taken, where they are kept.
     private let stepSource: String?
     private var receiver: SharedStepReceiver
     private let receiverFile: String
     private var sessionsSeen = 0
+    /// Whether the gate's steps reach it: see ``watchedProblems``.
+    private var watch = SourceWatch()
+    /// The account the link logs in with, named in its problems.
+    private let account: String
     /// Step messages passed over since the last report, and when that was: one line a minute
     /// at most, however many a broken source sends.
     private var badMessages = 0
@@ -65,9 +73,9 @@ final class HouseholdLink {
         stepSource: String? = nil, log: Logger, inbox: Inbox
     ) throws(MQTTError) {
         topics = GateTopics(
-            prefix: settings.topicPrefix, discoveryPrefix: settings.discoveryPrefix,
-            host: MQTTSettings.hostName,
+            prefix: settings.topicPrefix, discoveryPrefix: settings.discoveryPrefix, host: settings.node,
             version: version)
+        account = settings.broker.username.map { "account \($0)" } ?? "client \(settings.broker.clientID)"
         self.stores = stores
         self.log = log
         commands = settings.commands
@@ -76,18 +84,42 @@ final class HouseholdLink {
         receiverFile = stateDirectory + "/step-sources.json"
         self.stepSource = stepSource
         receiver = SharedStepReceiver(restoring: nil)
-        client = try MQTTClient(settings.broker, will: topics.offline) { inbox.post(.household($0)) }
-        if commands { client.subscribe(topics.command, qos: 1) }
+        // A broker's socket is only as trustworthy as its folder, which may appear (or change)
+        // after the start: checked before every connection.
+        var mayConnect: @Sendable () -> String? = { nil }
+        if case .unixSocket(let path) = settings.broker.address {
+            let folder = path.split(separator: "/", omittingEmptySubsequences: false).dropLast()
+                .joined(separator: "/")
+            mayConnect = {
+                do {
+                    try FolderSafety.checkOnlyRootCanChange(
+                        folder.isEmpty ? "/" : folder, leafMayBelongToSystemAccount: true)
+                    return nil
+                } catch {
+                    return "not connecting to the broker's socket: \(error)"
+                }
+            }
+        }
+        client = try MQTTClient(settings.broker, will: topics.offline, mayConnect: mayConnect) {
+            inbox.post(.household($0))
+        }
+        // Retain as published: a command published retained is known as such live too.
+        if commands { client.subscribe(topics.command, qos: 1, retainAsPublished: true) }
         if settings.shareSteps {
             let saved = Self.loadSessions(senderFile, log: log) ?? []
             let fresh = SharedStepSender(restoring: saved)
             droppedSessions = fresh.dropped(since: saved)
             sender = fresh
+            // The broker's copies of this host's sessions (not what it publishes itself), then
+            // the marker that says they are through.
+            client.subscribe(StepSession.filter(prefix: topics.prefix), qos: 1, noLocal: true)
+            client.subscribe(readBackTopic, qos: 1)
         }
         if let stepSource {
             // No file: this gate has never taken steps from the source, and adopts its past.
             receiver = SharedStepReceiver(restoring: Self.loadSessions(receiverFile, log: log))
             client.subscribe(StepSession.filter(prefix: stepSource), qos: 1)
+            client.subscribe(stepSource + "/availability", qos: 1)
         }
         log.info(
             "mqtt: publishing under \(settings.topicPrefix) at \(settings.broker.described)"
@@ -98,9 +130,8 @@ final class HouseholdLink {
     func start(_ snapshot: GateSnapshot) {
         client.publish(topics.online)
         if let sender {
-            // The sessions before this one again (a total not yet published when the host
-            // stopped goes out now), and this one at 0.
-            for session in sender.sessions { publish(session) }
+            // This session at 0; the ones before it once the broker's copies are read.
+            publish(sender.current)
             for session in droppedSessions {
                 client.publish(
                     MQTTMessage(
@@ -134,8 +165,9 @@ final class HouseholdLink {
         }
     }
 
-    /// What the connection thread reported: a command to carry out, or steps to count.
-    func handle(_ event: MQTTClient.Event) -> HouseholdOutcome? {
+    /// What the connection thread reported (handled at `now` on the daemon's boot clock): a
+    /// command to carry out, or steps to count.
+    func handle(_ event: MQTTClient.Event, at now: Duration) -> HouseholdOutcome? {
         switch event {
         case .connected:
             if lastProblem != nil || sessionsSeen == 0 { log.notice("mqtt: connected") }
@@ -143,6 +175,11 @@ final class HouseholdLink {
             connected = true
             downSince = nil
             sessionsSeen += 1
+            watch.connected(at: now)
+            if sender != nil {
+                let marker = readBack.connected(at: now)
+                client.publish(MQTTMessage(topic: readBackTopic, text: marker, qos: 1))
+            }
             // The first connection's retained totals are the source's past, adopted; after
             // that, a session first seen is new.
             if sessionsSeen == 2, receiver.adopting {
@@ -153,6 +190,8 @@ final class HouseholdLink {
             if reason != lastProblem { log.warning("mqtt: \(reason); retrying with back-off") }
             lastProblem = reason
             if downSince == nil { downSince = Date() }
+            watch.disconnected()
+            readBack.disconnected()
             if connected {
                 connected = false
                 let now = ContinuousClock.now
@@ -160,19 +199,78 @@ final class HouseholdLink {
                 if losses.count >= 3, takeoverReported.map({ now - $0 >= .seconds(600) }) ?? true {
                     takeoverReported = now
                     log.warning(
-                        "mqtt: the broker closed this gate's connection \(losses.count) times in a minute: another client may be using its client id (in Mosquitto, set use_username_as_clientid true)"
+                        "mqtt: the broker closed this gate's connection \(losses.count) times in a minute: another client is likely logging in with its client id, or, where the broker sets use_username_as_clientid, with its account; give every client an account and client id of its own"
                     )
                 }
+            }
+        case .subscribed(let filter, let granted):
+            watch.subscribed(filter, granted: granted)
+            if !granted, filter == readBackTopic || filter == StepSession.filter(prefix: topics.prefix) {
+                readBack.refused()
+                publishPastSessions()
             }
         case .message(let message):
             if commands, message.topic == topics.command { return request(message).map { .request($0) } }
             if let stepSource, message.topic.hasPrefix(stepSource + "/steps/session/") {
-                return steps(message).map { .steps($0) }
+                watch.heardTotal()
+                return steps(message, at: now).map { .steps($0) }
+            }
+            if let stepSource, message.topic == stepSource + "/availability" {
+                watch.heardAvailability(message.text)
+            }
+            if sender != nil, message.topic == readBackTopic {
+                if readBack.markerCame(message.text) { publishPastSessions() }
+            } else if sender != nil, message.topic.hasPrefix(topics.prefix + "/steps/session/") {
+                readOwn(message, at: now)
             }
         }
         return nil
     }
 
+    // MARK: Problems
+
+    /// How long a connected gate may go without a session total from its source (or a sensor
+    /// without its own sessions read back) before it says so.
+    static let silenceLimit: Duration = .seconds(60)
+
+    /// The problems of the link at `now` (boot clock), for `status` and the `problems` topic;
+    /// each is logged when it appears and when it goes.
+    private(set) var problems: [String] = []
+
+    /// Looks again at what the link should have received by `now`.
+    func check(at now: Duration) {
+        var list: [String] = []
+        if let stepSource {
+            let filter = StepSession.filter(prefix: stepSource)
+            if watch.refused.contains(filter) {
+                list.append(
+                    "mqtt: the broker refused this gate's subscription to \(filter), so no steps come from \(stepSource): its ACL must let \(account) read \(filter)"
+                )
+            } else if let since = watch.silentSince, now - since >= Self.silenceLimit {
+                let state =
+                    switch watch.sourceAvailability {
+                    case "online"?: "although \(stepSource)/availability says online"
+                    case let other?: "(\(stepSource)/availability says \(other))"
+                    case nil: "and nothing from \(stepSource)/availability either"
+                    }
+                list.append(
+                    "mqtt: no step total from \(stepSource) in the \(Self.silenceLimit.components.seconds) s since this gate connected, \(state): the broker's ACL likely does not let \(account) read \(filter) (Mosquitto grants such a subscription and drops the messages)"
+                )
+            }
+        }
+        if sender != nil {
+            if readBack.wasRefused || readBack.isOverdue(at: now, limit: Self.silenceLimit) {
+                // Published all the same: a broker that lost them needs them.
+                publishPastSessions()
+                list.append(
+                    "mqtt: cannot read back this host's step sessions from the broker: its ACL must let \(account) read and write \(topics.prefix)/steps/#"
+                )
+            }
+        }
+        for problem in list where !problems.contains(problem) { log.warning(problem) }
+        for problem in problems where !list.contains(problem) { log.notice("no longer: \(problem)") }
+        problems = list
+    }
     // MARK: Shared steps
 
     /// Steps this host counted (at `now` on the daemon's boot clock): into the current
@@ -192,6 +290,35 @@ final class HouseholdLink {
     func saveIfDue(at now: Duration) {
         guard senderDeadline.isDue(at: now) else { return }
         if !saveSender() { senderDeadline.failed(at: now) }
+    }
+
+    /// Where the sensor host sends itself a marker after subscribing to its own sessions: when
+    /// it comes back, the broker's retained copies (sent at subscription) are through.
+    private var readBackTopic: String { "\(topics.prefix)/steps/read-back" }
+
+    /// The sessions before this one, published once per connection's read-back (a total not
+    /// published when the host stopped goes out now; one the broker has higher was taken).
+    private func publishPastSessions() {
+        guard let sender, readBack.publishPast() else { return }
+        for session in sender.sessions.dropLast() { publish(session) }
+    }
+
+    /// The broker's copy of one of this host's sessions: the larger total is kept, and goes out
+    /// again if this host had a lower one (killed before it wrote its last steps).
+    private func readOwn(_ message: MQTTMessage, at now: Duration) {
+        guard var sender, !message.payload.isEmpty, let copy = try? StepSession.parse(message.payload),
+            message.topic == StepSession.topic(prefix: topics.prefix, session: copy.session)
+        else { return }
+        guard sender.raise(to: copy) else { return }
+        log.notice(
+            "mqtt: the broker has session \(copy.session) at \(copy.total) steps (seq \(copy.seq)), more than this host wrote down; kept"
+        )
+        self.sender = sender
+        senderDeadline.changed(at: now)
+        if readBack.pastPublished, let session = sender.sessions.first(where: { $0.session == copy.session })
+        {
+            publish(session)
+        }
     }
 
     private func publish(_ session: StepSession) {
@@ -217,8 +344,15 @@ final class HouseholdLink {
         }
     }
 
+    /// The most steps taken from another host in any 24 hours (of the daemon's run): more than
+    /// anyone walks in a day. What a broken or hostile source claims beyond it is passed over,
+    /// and logged.
+    static let dailyLimit = 100_000
+    /// The steps taken in the last 24 hours, and when (boot clock).
+    private var taken: [(at: Duration, steps: Int)] = []
+
     /// Takes a session total from the source: what it adds to the count, once.
-    private func steps(_ message: MQTTMessage) -> Int? {
+    private func steps(_ message: MQTTMessage, at now: Duration) -> Int? {
         guard !message.payload.isEmpty else { return nil }  // a session the source removed
         let session: StepSession
         do throws(JSONPathError) {
@@ -240,8 +374,23 @@ final class HouseholdLink {
             return nil
         }
         let before = receiver
-        let added = receiver.receive(session, retained: message.retain)
+        var added = receiver.receive(session, retained: message.retain)
         guard receiver != before else { return nil }
+        if receiver.heldBack > 0 {
+            log.warning(
+                "mqtt: \(message.topic) claimed \(added + receiver.heldBack) steps in one message; took \(added), the most one message may add (\(SharedStepReceiver.maximumPerMessage))"
+            )
+        }
+        taken.removeAll { now - $0.at >= .seconds(86_400) }
+        let day = taken.reduce(0) { $0 + $1.steps }
+        if day + added > Self.dailyLimit {
+            let room = max(0, Self.dailyLimit - day)
+            log.warning(
+                "mqtt: \(message.topic) would make the steps taken from another host in 24 hours \(day + added), more than \(Self.dailyLimit); took \(room)"
+            )
+            added = room
+        }
+        if added > 0 { taken.append((now, added)) }
         // Written before the steps are counted: a gate that dies in between loses them rather
         // than counting them twice after its restart (when in doubt, locked).
         saveReceiver()

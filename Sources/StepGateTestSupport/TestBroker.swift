@@ -70,6 +70,17 @@ public final class TestBroker {
         try start()
     }
 
+    /// A broker with a configuration of the test's own (its listeners, files and user), in
+    /// `folder`, listening on `port` of 127.0.0.1 (where ``start()`` waits for it); `folder` is
+    /// removed with the broker.
+    public init(folder: URL, port: Int, configuration: String) throws {
+        self.folder = folder
+        self.port = port
+        configPath = folder.appendingPathComponent("mosquitto.conf").path
+        try configuration.write(toFile: configPath, atomically: true, encoding: .utf8)
+        try start()
+    }
+
     deinit {
         process = nil
         TemporaryFolders.remove(folder)
@@ -103,7 +114,8 @@ public final class TestBroker {
         (try? String(contentsOfFile: folder.appendingPathComponent("broker.log").path, encoding: .utf8)) ?? ""
     }
 
-    private static func freePort() throws -> Int {
+    /// A TCP port of 127.0.0.1 that no one listens on now.
+    public static func freePort() throws -> Int {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         defer { close(fd) }
         var address = sockaddr_in()
@@ -136,7 +148,8 @@ public final class TestBroker {
         }
     }
 
-    private static func run(_ arguments: [String]) throws -> Int32 {
+    /// Runs a program to its end; its exit status.
+    public static func run(_ arguments: [String]) throws -> Int32 {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: arguments[0])
         process.arguments = Array(arguments.dropFirst())

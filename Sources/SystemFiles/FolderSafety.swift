@@ -42,9 +42,13 @@ public enum FolderSafety {
     /// - Parameter allowMissing: Accept a folder that does not exist yet (its existing ancestors
     ///   are still checked), for a folder that will be created as root and checked again before
     ///   use. Otherwise a missing folder is an error.
-    public static func checkOnlyRootCanChange(_ folder: String, allowMissing: Bool = false)
-        throws(UnsafeFolderError)
-    {
+    /// - Parameter leafMayBelongToSystemAccount: Accept a folder that belongs to a system account
+    ///   (uid 1 to 999, as Debian's `adduser --system` gives: a service's own folder such as
+    ///   `/run/mosquitto`, which that service must write in), still writable by no one else. A
+    ///   person's account (uid 1000 and up) never qualifies.
+    public static func checkOnlyRootCanChange(
+        _ folder: String, allowMissing: Bool = false, leafMayBelongToSystemAccount: Bool = false
+    ) throws(UnsafeFolderError) {
         func refuse(_ culprit: String, _ problem: String) -> UnsafeFolderError {
             UnsafeFolderError(folder: folder, culprit: culprit, problem: problem)
         }
@@ -86,22 +90,28 @@ public enum FolderSafety {
                 pending += components(target).reversed()
                 continue
             }
-            try check(next, leaf: false, refuse)
+            // The last component is the folder itself, checked below (it may be a system account's).
+            try check(next, leaf: false, systemOwner: leafMayBelongToSystemAccount && pending.isEmpty, refuse)
             current = next
         }
         // The folder itself, with the stricter rule (no sticky exception).
-        try check(current, leaf: true, refuse)
+        try check(current, leaf: true, systemOwner: leafMayBelongToSystemAccount, refuse)
     }
 
+    /// The uids of system accounts (Debian's `SYS_UID_MIN` is 100, `SYS_UID_MAX` 999; below 100, the static ones).
+    static let systemAccounts: ClosedRange<UInt32> = 1...999
+
     private static func check(
-        _ path: String, leaf: Bool, _ refuse: (String, String) -> UnsafeFolderError
+        _ path: String, leaf: Bool, systemOwner: Bool = false, _ refuse: (String, String) -> UnsafeFolderError
     ) throws(UnsafeFolderError) {
         var info = stat()
         guard lstat(path, &info) == 0 else { throw refuse(path, "cannot be examined: \(errorText())") }
         let mode = info.st_mode & 0o7777
         let described = "is owned by \(owner(info.st_uid)), mode \(octal(mode))"
         guard info.st_mode & S_IFMT == S_IFDIR else { throw refuse(path, "is not a folder") }
-        guard info.st_uid == 0 else { throw refuse(path, described) }
+        guard info.st_uid == 0 || (systemOwner && systemAccounts.contains(info.st_uid)) else {
+            throw refuse(path, described)
+        }
         let writableByOthers = mode & 0o022 != 0
         let sticky = mode & mode_t(S_ISVTX) != 0
         if writableByOthers && (leaf || !sticky) { throw refuse(path, described) }

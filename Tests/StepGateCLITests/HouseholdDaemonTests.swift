@@ -189,12 +189,22 @@ struct HouseholdDaemonTests {
             texts.contains { $0.contains(#""id":"p2""#) && $0.contains(#"\"minutes\" must be a number"#) },
             "\(texts)")
 
-        // A command left retained reaches a gate again at every (re)subscription, flagged as
-        // retained: refused there, so it is not carried out again after a restart.
+        // A command published retained would reach a gate again at every (re)subscription: it
+        // is refused on every delivery, its first, live one too (the gate subscribes with MQTT
+        // 5's retain as published), so a retained emergency or unlock is never carried out.
+        try daemon.wait(5, for: "the lock") { $0["shielded"] as? Bool == true }
         parent.publish(
             MQTTMessage(
-                topic: "stepgate/test/command", text: #"{"command": "status", "id": "r1"}"#, retain: true))
-        #expect(replies.wait { $0.messages.contains { $0.text.contains(#""id":"r1""#) } })
+                topic: "stepgate/test/command",
+                text: #"{"command": "emergency", "store": "games", "id": "r1"}"#,
+                retain: true))
+        #expect(
+            replies.wait {
+                $0.messages.contains {
+                    $0.text.contains(#""id":"r1""#) && $0.text.contains("retained commands are ignored")
+                }
+            }, "\(replies.messages.map(\.text))")
+        #expect(try daemon.store("games")["shielded"] as? Bool == true)
         daemon.kill(SIGTERM)
         let again = try TestDaemon(
             folder: folder, config: try config(folder, broker: broker, commands: true))
@@ -272,6 +282,72 @@ struct HouseholdDaemonTests {
         #expect(gates.allSatisfy { $0.log.components(separatedBy: "mqtt: connected").count >= 3 })
     }
 
+    /// The sensor host killed (SIGKILL) while its last steps are published but not yet in
+    /// step-sessions.json (written 5 s after a step): started again, it reads the broker's
+    /// retained total for that session before publishing its sessions again, keeps the larger,
+    /// and never publishes the lower one from disk (which a gate that was away would take).
+    @Test func aSensorKilledBeforeItWroteItsLastStepsNeverPublishesALowerTotal() throws {
+        let broker = try TestBroker(tls: true)
+        let folder = try Fixtures.temporaryFolder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        try "127.0.0.1 localhost\n".write(
+            toFile: folder.appendingPathComponent("hosts").path, atomically: true, encoding: .utf8)
+        let walk = Fixtures.samples.appendingPathComponent("walk-front-pocket-303.csv").path
+        let config = """
+            {
+              "input": {"replay": "\(walk)", "speed": 10},
+              "policy": {"stores": {"games": {"selection": {"domains": ["example.com"]},
+                 "gate": {"goals": [{"steps": 5000, "minutes": 1}]}}}},
+              "stateDirectory": "\(folder.appendingPathComponent("state").path)",
+              "controlSocket": "\(folder.appendingPathComponent("control.sock").path)",
+              "shields": {"domains": {"browserPolicies": false, "path": "\(folder.appendingPathComponent("hosts").path)"}},
+              "mqtt": {\(broker.connectionJSON), "clientID": "sensor", "keepalive": 5,
+                       "topicPrefix": "stepgate/sensor", "shareSteps": true}
+            }
+            """
+        let (viewer, seen) = try testClient(
+            broker, id: "viewer", subscribe: ["stepgate/sensor/steps/session/+"])
+        defer { viewer.stop() }
+        #expect(seen.wait { $0.connected() })
+        func totals(_ messages: ArraySlice<MQTTMessage>) -> [(session: String, total: Int)] {
+            messages.compactMap { message in
+                (try? StepSession.parse(message.payload)).map { ($0.session, $0.total) }
+            }
+        }
+        let sensor = try TestDaemon(folder: folder, config: config)
+        // Killed right after a new total reached the broker: the file is up to 5 s behind.
+        #expect(seen.wait(30) { totals($0.messages[...]).contains { $0.total >= 100 } })
+        let count = seen.messages.count
+        #expect(seen.wait(10) { $0.messages.count > count })
+        sensor.kill(SIGKILL)
+        let published = try #require(totals(seen.messages[...]).max { $0.total < $1.total })
+        let file = folder.appendingPathComponent("state/step-sessions.json").path
+        let onDisk = try StepSessionFile.decode(Array(try Data(contentsOf: URL(fileURLWithPath: file))))
+        let written = onDisk.first { $0.session == published.session }?.total ?? 0
+        try #require(written < published.total, "the kill came after the last write: nothing to show")
+
+        let before = seen.messages.count
+        let again = try TestDaemon(folder: folder, config: config)
+        defer { again.kill(SIGKILL) }
+        #expect(
+            seen.wait(10) { _ in
+                again.log.contains(
+                    "mqtt: the broker has session \(published.session) at \(published.total) steps")
+            }, "\(again.log)")
+        // Its next session is published, and nothing lower for the old one, ever.
+        #expect(seen.wait(10) { totals($0.messages[before...]).contains { $0.session != published.session } })
+        let old = totals(seen.messages[before...]).filter { $0.session == published.session }
+        #expect(old.allSatisfy { $0.total >= published.total }, "\(old)")
+        // And the larger total is written down (5 s after it was taken).
+        #expect(
+            seen.wait(15) { _ in
+                let bytes = (try? Data(contentsOf: URL(fileURLWithPath: file))).map(Array.init) ?? []
+                let sessions = (try? StepSessionFile.decode(bytes)) ?? []
+                return sessions.first { $0.session == published.session }?.total == published.total
+            })
+        #expect(try again.status()["problems"] as? [String] == [], "\(again.log)")
+    }
+
     @Test func checkSaysWhatMQTTWillDoAndRefusesStepsOverMQTTWithoutABroker() throws {
         let folder = try Fixtures.temporaryFolder()
         defer { try? FileManager.default.removeItem(at: folder) }
@@ -306,6 +382,19 @@ struct HouseholdDaemonTests {
         #expect(
             good.standardOutput.contains("takes lock, skip and emergency commands from stepgate/desk/command")
         )
+        #expect(
+            good.standardOutput.contains("Home Assistant discovery under homeassistant/ (node id stepgate_"))
+        let sensor = try check(
+            """
+            {"input": {"replay": "\(Fixtures.samples.appendingPathComponent("walk-front-pocket-303.csv").path)"},
+             "mqtt": {"host": "broker.home", "tls": {"caFile": "\(ca)"}, "topicPrefix": "stepgate/pocket", "shareSteps": true, "node": "pocket"},
+            \(base)}
+            """)
+        #expect(
+            sensor.standardOutput.contains(
+                "shares the steps it counts on stepgate/pocket/steps/session/SESSION for gates on other hosts (the broker's ACL must let this host read and write stepgate/pocket/steps/#, and no one else write there)"
+            ), "\(sensor.standardOutput)\(sensor.standardError)")
+        #expect(sensor.standardOutput.contains("(node id stepgate_pocket)"))
         // Attack round 12: over plain TCP, a gated user's own broker on the address (while the
         // real one restarts) got the gate's password, and gave it steps and an emergency unlock.
         for (input, extra, what) in [
