@@ -123,7 +123,7 @@ complete -c stepgate -n '__fish_seen_subcommand_from reload' -l json -d 'Print t
 complete -c stepgate -n '__fish_use_subcommand' -a exec -d 'Start a program unless it is shielded; show the shield screen (exit 126) if it is.'
 complete -c stepgate -n '__fish_seen_subcommand_from exec' -l socket -r -F -d 'The daemon\'s control socket (default /run/stepgate/control.sock).'
 complete -c stepgate -n '__fish_seen_subcommand_from exec' -F
-complete -c stepgate -n '__fish_use_subcommand' -a config -d 'Print the default detector configuration, or check a configuration file.'
+complete -c stepgate -n '__fish_use_subcommand' -a config -d 'Print the default detector configuration, or check a detector configuration file.'
 complete -c stepgate -n '__fish_seen_subcommand_from config' -F
 complete -c stepgate -n '__fish_use_subcommand' -a bench -d 'Measure detector speed, CSV parsing throughput and replay time.'
 complete -c stepgate -n '__fish_seen_subcommand_from bench' -l samples -r -F -d 'Synthetic samples per detector run (default 2000000).'

@@ -6,8 +6,9 @@ import Formatting
     import Musl
 #endif
 
-/// Log lines for journald (a `<N>` priority prefix when standard error is not a terminal) or a
-/// terminal (`stepgate: …`), shaped like swift-log's levels.
+/// Log lines for journald (a `<N>` priority prefix when standard error goes to the journal, which
+/// systemd says with `JOURNAL_STREAM`, see sd-daemon(3)) or for a person (`stepgate: …`, on a
+/// terminal or in a file), shaped like swift-log's levels.
 package struct Logger: Sendable {
     package enum Level: Int, Sendable, Comparable {
         case error = 3
@@ -21,7 +22,7 @@ package struct Logger: Sendable {
 
     /// The most verbose level written.
     package var level: Level = .info
-    private let journald = !isTerminal(2) || getenv("JOURNAL_STREAM") != nil
+    private let journald = getenv("JOURNAL_STREAM") != nil
 
     package init(level: Level = .info) { self.level = level }
 

@@ -46,6 +46,14 @@ public struct BrowserPolicies: Sendable {
         "usr/bin/firefox", "usr/bin/firefox-esr", "usr/lib/firefox", "usr/lib/firefox-esr", "opt/firefox",
     ]
 
+    /// The browsers found installed that get a policy, by name (for the log).
+    public func installedBrowsers() -> [String] {
+        let names = ["Chromium", "Google Chrome", "Brave", "Microsoft Edge"]
+        var found = zip(names, Self.chromium).filter { installed($0.1.installed) }.map(\.0)
+        if installed(Self.firefoxInstalled) { found.insert("Firefox", at: 0) }
+        return found
+    }
+
     private func installed(_ paths: [String]) -> Bool {
         paths.contains { FileManager.default.fileExists(atPath: root + $0) }
     }

@@ -157,6 +157,15 @@ struct DaemonCommand: Command {
                 "domains: blocks the domains of \(stores(used(.domain))) in \(domains.path) "
                     + "(\(domains.format.rawValue) format\(domains.format == .hosts ? "; subdomains other than www. are not covered" : ""))"
                     + (c.browserPolicies ? "; browsers' DNS over HTTPS kept off by policy" : ""))
+            // A name written with its www. covers only that name: the site itself stays open.
+            for store in c.policy.stores {
+                for domain in store.selection.domains where domain.hasPrefix("www.") {
+                    let site = domain.dropFirst(4)
+                    plan.append(
+                        "domains: \(store.name): \(domain) blocks only that name; \(site) stays open "
+                            + "(write \(site) to block both)")
+                }
+            }
         }
         if let nft = c.nftables {
             if runner.resolve(nft.nft) == nil {

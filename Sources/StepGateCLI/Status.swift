@@ -5,6 +5,20 @@ import StepGateDaemon
 import StepHistoryStore
 import UnlockPolicy
 
+/// An instant from the daemon (ISO 8601, UTC) as this machine's local time (`2026-12-06 07:02:56
+/// CET`); text that is not an instant is shown as it is.
+func localTime(_ text: String, zone: TimeZone = .current) -> String {
+    let parser = ISO8601DateFormatter()
+    parser.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+    let plain = ISO8601DateFormatter()
+    guard let date = parser.date(from: text) ?? plain.date(from: text) else { return visible(text) }
+    let formatter = DateFormatter()
+    formatter.locale = Locale(identifier: "en_US_POSIX")
+    formatter.timeZone = zone
+    formatter.dateFormat = "yyyy-MM-dd HH:mm:ss zzz"
+    return formatter.string(from: date)
+}
+
 /// `stepgate status`: what the daemon enforces now.
 struct Status: SynchronousCommand {
     static let configuration = CommandConfiguration(
@@ -52,8 +66,8 @@ struct Status: SynchronousCommand {
             // control characters are shown, never sent to the terminal.
             var line = "\(visible(store.name)): " + (store.shielded ? "shielded" : "open")
             if !store.owners.isEmpty { line += " (held by \(visible(store.owners.joined(separator: ", "))))" }
-            if let until = store.unlockedUntil { line += ", unlocked until \(visible(until))" }
-            if let until = store.emergencyUntil { line += ", emergency unlock until \(visible(until))" }
+            if let until = store.unlockedUntil { line += ", unlocked until \(localTime(until))" }
+            if let until = store.emergencyUntil { line += ", emergency unlock until \(localTime(until))" }
             if let goal = store.nextGoal {
                 line += ", \(store.steps)/\(goal) steps\(store.goalIsDaily == true ? " today" : "")"
             }
@@ -73,7 +87,7 @@ struct Status: SynchronousCommand {
             print("last 7 days: \(parts.joined(separator: ", ")) (today last; 'stepgate history' for more)")
         }
         print("emergency unlocks left this week: \(status.emergencyRemaining)")
-        if let next = status.nextChange { print("next change: \(visible(next))") }
+        if let next = status.nextChange { print("next change: \(localTime(next))") }
         if let mqtt = status.mqtt { print("mqtt: \(visible(mqtt))") }
         for problem in status.problems { print("problem: \(visible(problem))") }
         if let kinds = status.unenforcedKinds, !kinds.isEmpty {

@@ -144,7 +144,11 @@ package final class Daemon {
         let problems = wanted ? policies.install() : policies.remove()
         for problem in problems { log.warning("browser policies: \(problem)") }
         if wanted && problems.isEmpty {
-            log.info("browser policies: DNS over HTTPS kept off in Firefox and Chromium")
+            let browsers = policies.installedBrowsers()
+            log.info(
+                browsers.isEmpty
+                    ? "browser policies: no browser with a DNS over HTTPS of its own is installed"
+                    : "browser policies: DNS over HTTPS kept off in \(browsers.joined(separator: ", "))")
         }
     }
 

@@ -29,6 +29,9 @@ struct BrowserPoliciesTests {
 
     @Test func installsAndRemovesWhatItOwns() throws {
         let policies = BrowserPolicies(root: root)
+        // The log names what it kept DNS over HTTPS off in, and only that.
+        #expect(policies.installedBrowsers() == ["Firefox", "Chromium", "Google Chrome"])
+        #expect(BrowserPolicies(root: root + "/nothing-here").installedBrowsers().isEmpty)
         #expect(policies.install().isEmpty)
         #expect(read(chromium) == "{\n  \"DnsOverHttpsMode\": \"off\"\n}\n")
         #expect(read(root + "/etc/opt/chrome/policies/managed/stepgate-dns.json") != nil)

@@ -386,6 +386,19 @@ struct CommandLineTests {
         #expect(unlocked.hasPrefix("2026-11-29T09:08:") || unlocked.hasPrefix("2026-11-29T09:09:"))
     }
 
+    /// `config` checks a detector configuration; given a daemon's whole configuration it says
+    /// that only the detector section was checked, and what checks the rest.
+    @Test func configOnADaemonConfigurationPointsToDaemonCheck() throws {
+        let result = try stepgate("config", sample("stepgate.example.json"))
+        #expect(result.status == 0)
+        #expect(
+            result.standardError.contains(
+                "only its \"detector\" section was checked; check the whole configuration with 'stepgate daemon --check --config "
+            ))
+        let detector = try stepgate("config", sample("detector.example.json"))
+        #expect(detector.status == 0 && detector.standardError.isEmpty)
+    }
+
     @Test func daemonCheckValidatesTheExampleConfiguration() throws {
         let result = try stepgate("daemon", "--check", "--config", sample("stepgate.example.json"))
         #expect(result.status == 0, "\(result.standardError)")
@@ -395,6 +408,21 @@ struct CommandLineTests {
                     + "shielded 22:00–07:00 daily (night, Europe/Berlin)\n"))
         #expect(result.standardOutput.contains("\n  domains: blocks the domains of games in /etc/hosts"))
         #expect(result.standardOutput.contains("\n  exec: games: /usr/games/ is "))
+        #expect(
+            !result.standardOutput.contains("stays open"), "the example's domains are written without www.")
+        let folder = try Fixtures.temporaryFolder()
+        chmod(folder.path, 0o755)
+        let www = try temporaryFile(
+            "www.json",
+            #"{"input": {"replay": ""# + sample("walk-wrist-100.csv")
+                + #""}, "policy": {"stores": {"games": {"selection": {"domains": ["www.youtube.com"]}}}}, "#
+                + #""shields": {"domains": {"path": ""# + folder.path
+                + #"/hosts", "browserPolicies": false}}}"#)
+        let note = try stepgate("daemon", "--check", "--config", www)
+        #expect(
+            note.standardOutput.contains(
+                "\n  domains: games: www.youtube.com blocks only that name; youtube.com stays open (write youtube.com to block both)"
+            ), "\(note.standardOutput)\(note.standardError)")
         #expect(result.standardOutput.contains("programs added there later are shielded too"))
         #expect(result.standardOutput.contains("\n  hook journal: runs /usr/bin/logger -t stepgate-hook"))
         let bad = try temporaryFile(

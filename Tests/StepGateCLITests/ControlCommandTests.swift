@@ -111,6 +111,14 @@ struct ControlReplyTests {
         ],
         emergencyRemaining: 2, problems: [], nextChange: "2026-12-01T18:40:00Z", unenforcedKinds: ["hook"])
 
+    /// `status` shows the daemon's instants in this machine's zone, to the second.
+    @Test func statusShowsInstantsInLocalTime() throws {
+        let berlin = try #require(TimeZone(identifier: "Europe/Berlin"))
+        #expect(localTime("2026-12-01T18:40:00Z", zone: berlin) == "2026-12-01 19:40:00 GMT+1")
+        #expect(localTime("2026-07-01T18:40:00.600Z", zone: berlin) == "2026-07-01 20:40:00 GMT+2")
+        #expect(localTime("not a time") == "not a time")
+    }
+
     @Test func aStatusAnswerReadsBackAsItWasWritten() throws {
         let line = ControlCoding.line(status)
         #expect(!line.contains("\n"))

@@ -232,7 +232,7 @@ struct DaemonTests {
         #expect(third.process.terminationStatus == 0)
         #expect(
             FileManager.default.fileExists(atPath: folder.appendingPathComponent("state/state.json").path))
-        #expect(third.log.contains("<5>stopping: saving state"))
+        #expect(third.log.contains("stepgate: stopping: saving state"))
     }
 
     /// `status` never contradicts itself: today's steps are counted before the gate is given

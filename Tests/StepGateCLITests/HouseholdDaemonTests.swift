@@ -183,7 +183,7 @@ struct HouseholdDaemonTests {
         #expect(firsts.count == 2 && Set(firsts).count == 1, "\(texts)")
         // Carried out once: the policy's one event line (the journaled answer quotes it too).
         #expect(
-            daemon.log.components(separatedBy: "\n<5>owner-added games [lock:mqtt").count == 2,
+            daemon.log.components(separatedBy: "\nstepgate: owner-added games [lock:mqtt").count == 2,
             "\(daemon.log)")
         #expect(
             texts.contains { $0.contains(#""id":"p2""#) && $0.contains(#"\"minutes\" must be a number"#) },
