@@ -26,7 +26,8 @@ public struct TuningRecording: Sendable {
         self.stepTimes = stepTimes
     }
 
-    /// Reads the recording, and its per-step truth when a `stepcounter.csv` lies beside it.
+    /// Reads the recording, and its per-step truth when a `stepcounter.csv` lies beside it (the
+    /// Oxford foot switches) or a `steps.csv` in its folder lists its steps.
     public static func load(_ labelled: LabelledRecording) throws -> TuningRecording {
         var reader = try labelled.reading {
             try RecordingReader(path: labelled.path, options: .init(format: labelled.format))
@@ -36,6 +37,8 @@ public struct TuningRecording: Sendable {
         var times: [Int64]?
         if let truthPath, FileManager.default.fileExists(atPath: truthPath) {
             times = try StepTruth.read(path: truthPath)
+        } else {
+            times = try StepTruth.listed(for: labelled.path)
         }
         return TuningRecording(
             labelled: labelled, samples: samples, stepTimes: times,
@@ -86,6 +89,38 @@ public enum StepTruth {
             previous = state
         }
         return times
+    }
+
+    /// The step times a `steps.csv` in the recording's folder lists for it (columns
+    /// `path,step_time_s`: the file's name and each step's time on the file's own clock, in
+    /// seconds, as the ipol-waist set gives every footstep's initial contact); `nil` when there
+    /// is no such file or it lists no step of this recording.
+    public static func listed(for recordingPath: String) throws(LabelledSetError) -> [Int64]? {
+        let slash = recordingPath.lastIndex(of: "/")
+        let folder = slash.map { String(recordingPath[...$0]) } ?? ""
+        let name = slash.map { String(recordingPath[recordingPath.index(after: $0)...]) } ?? recordingPath
+        let path = folder + "steps.csv"
+        guard name != "steps.csv", let data = FileManager.default.contents(atPath: path) else { return nil }
+        var times: [Int64] = []
+        for (index, line) in String(decoding: data, as: UTF8.self).split(
+            whereSeparator: { $0 == "\n" || $0 == "\r\n" }
+        ).enumerated() {
+            let row = line
+            if index == 0 {
+                guard row == "path,step_time_s" else {
+                    throw LabelledSetError(
+                        path: path, line: 1, message: "expected the header path,step_time_s")
+                }
+                continue
+            }
+            let cells = row.split(separator: ",", omittingEmptySubsequences: false)
+            guard cells.count == 2, let seconds = Double(cells[1]), seconds.isFinite, seconds >= 0 else {
+                throw LabelledSetError(
+                    path: path, line: index + 1, message: "expected FILE,SECONDS, found '\(row)'")
+            }
+            if cells[0] == name { times.append(Int64((seconds * 1e9).rounded())) }
+        }
+        return times.isEmpty ? nil : times.sorted()
     }
 
     /// Reads a foot-switch file.
