@@ -11,11 +11,11 @@ _stepgate() {
     local options="" values=""
     case "${COMP_WORDS[1]}" in
         replay)
-            options="--config --format --columns --units --skip-bad-rows --events --json --policy --verbose --start --zone --help"
-            values="--config --format --columns --units --policy --start --zone"
+            options="--config --format --columns --units --gravity --skip-bad-rows --events --json --policy --verbose --start --zone --help"
+            values="--config --format --columns --units --gravity --policy --start --zone"
             ;;
         eval)
-            options="--config --json --markdown --daily-life --days --bouts --help"
+            options="--config --json --markdown --remove-gravity --daily-life --days --bouts --help"
             values="--config --daily-life --days --bouts"
             ;;
         tune)
@@ -23,8 +23,8 @@ _stepgate() {
             values="--space --config --budget --time --seed --jobs --folds --cv-budget --false-step-weight --mixed-weight --placement-weight --set-weight --worst-set-weight --daily-life --daily-life-weight --output"
             ;;
         plot)
-            options="--config --from --to --format --columns --output -o --help"
-            values="--config --from --to --format --columns --output -o"
+            options="--config --from --to --format --columns --gravity --output -o --help"
+            values="--config --from --to --format --columns --gravity --output -o"
             ;;
         simulate)
             options="--config --help"

@@ -11,6 +11,7 @@ complete -c stepgate -n '__fish_seen_subcommand_from replay' -l config -r -F -d 
 complete -c stepgate -n '__fish_seen_subcommand_from replay' -l format -r -F -d 'Read the recordings as this format instead of detecting it: stepgate, bangle, oxford, phyphox, sensor-logger, physics-toolbox, androsensor, sensorlog.'
 complete -c stepgate -n '__fish_seen_subcommand_from replay' -l columns -r -F -d 'Read the recordings by these columns (files no format is detected for): time=COLUMN:UNIT,x=COLUMN,y=COLUMN,z=COLUMN,unit=UNIT[,delimiter=D], where a COLUMN is a header name or a number from 1, the time\'s UNIT s, ms, us or ns, the values\' UNIT g, m/s2 or counts:<per-g>, and D comma, semicolon, tab, space or one character.'
 complete -c stepgate -n '__fish_seen_subcommand_from replay' -l units -r -F -d 'Unit of the axis columns: g, m/s2 or counts:<per-g>.'
+complete -c stepgate -n '__fish_seen_subcommand_from replay' -l gravity -r -F -d 'Whether the values include gravity, instead of what the header, the file name or the first rows say: included (an accelerometer\'s total acceleration) or removed (linear acceleration, as phyphox and Sensor Logger export it).'
 complete -c stepgate -n '__fish_seen_subcommand_from replay' -l skip-bad-rows -d 'Skip malformed rows (reported on standard error) instead of stopping.'
 complete -c stepgate -n '__fish_seen_subcommand_from replay' -l events -d 'Print one JSON line per step: file, time (s from the first sample), count.'
 complete -c stepgate -n '__fish_seen_subcommand_from replay' -l json -d 'Print one JSON line per file and one for the total.'
@@ -23,6 +24,7 @@ complete -c stepgate -n '__fish_use_subcommand' -a eval -d 'Score the step detec
 complete -c stepgate -n '__fish_seen_subcommand_from eval' -l config -r -F -d 'Detector configuration (JSON); defaults otherwise.'
 complete -c stepgate -n '__fish_seen_subcommand_from eval' -l json -d 'Print one JSON line per recording and one with the summary.'
 complete -c stepgate -n '__fish_seen_subcommand_from eval' -l markdown -d 'Print the summary figures as a Markdown table (for documentation).'
+complete -c stepgate -n '__fish_seen_subcommand_from eval' -l remove-gravity -d 'Take gravity out of each recording (a centred 4 s estimate) and count it as gravity-removed input.'
 complete -c stepgate -n '__fish_seen_subcommand_from eval' -l daily-life -r -F -d 'Score day-like recordings spliced from the sets (seeds SEED, SEED+1, …).'
 complete -c stepgate -n '__fish_seen_subcommand_from eval' -l days -r -F -d 'Days for --daily-life (default 5).'
 complete -c stepgate -n '__fish_seen_subcommand_from eval' -l bouts -r -F -d 'Walking bouts per day for --daily-life (default 60).'
@@ -55,6 +57,7 @@ complete -c stepgate -n '__fish_seen_subcommand_from plot' -l from -r -F -d 'Sta
 complete -c stepgate -n '__fish_seen_subcommand_from plot' -l to -r -F -d 'End of the window (default: the end).'
 complete -c stepgate -n '__fish_seen_subcommand_from plot' -l format -r -F -d 'Read the recordings as this format instead of detecting it: stepgate, bangle, oxford, phyphox, sensor-logger, physics-toolbox, androsensor, sensorlog.'
 complete -c stepgate -n '__fish_seen_subcommand_from plot' -l columns -r -F -d 'Read the recordings by these columns (files no format is detected for): time=COLUMN:UNIT,x=COLUMN,y=COLUMN,z=COLUMN,unit=UNIT[,delimiter=D], where a COLUMN is a header name or a number from 1, the time\'s UNIT s, ms, us or ns, the values\' UNIT g, m/s2 or counts:<per-g>, and D comma, semicolon, tab, space or one character.'
+complete -c stepgate -n '__fish_seen_subcommand_from plot' -l gravity -r -F -d 'Whether the values include gravity, instead of what the header, the file name or the first rows say: included (an accelerometer\'s total acceleration) or removed (linear acceleration, as phyphox and Sensor Logger export it).'
 complete -c stepgate -n '__fish_seen_subcommand_from plot' -l output -s o -r -F -d 'SVG file to write (default: the recording\'s name with .svg, in the current folder).'
 complete -c stepgate -n '__fish_seen_subcommand_from plot' -F
 complete -c stepgate -n '__fish_use_subcommand' -a simulate -d 'Run a scripted scenario through the unlock policy, deterministically.'

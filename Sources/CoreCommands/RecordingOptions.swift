@@ -22,6 +22,13 @@ public enum RecordingOptions {
     public static let units = OptionSpec.option(
         "units", "unit", help: "Unit of the axis columns: g, m/s2 or counts:<per-g>.")
 
+    /// `--gravity`: whether the values include gravity, forced.
+    public static let gravity = OptionSpec.option(
+        "gravity", "included|removed",
+        help: "Whether the values include gravity, instead of what the header, the file name or the "
+            + "first rows say: included (an accelerometer's total acceleration) or removed (linear "
+            + "acceleration, as phyphox and Sensor Logger export it).")
+
     /// `--skip-bad-rows`.
     public static let skipBadRows = OptionSpec.flag(
         "skip-bad-rows", help: "Skip malformed rows (reported on standard error) instead of stopping.")
@@ -41,7 +48,15 @@ public enum RecordingOptions {
             if format != nil { throw UsageError("'--format' and '--columns' cannot be used together") }
         }
         let unit = try arguments.value("units", expected: "g, m/s2 or counts:<per-g>", AccelerationUnit.init)
+        let gravity = try arguments.value("gravity", expected: "included or removed") { text -> Bool? in
+            switch text {
+            case "included": true
+            case "removed": false
+            default: nil
+            }
+        }
         return RecordingReader.Options(
-            format: format, columns: columns, unit: unit, skipBadRows: arguments.flag("skip-bad-rows"))
+            format: format, columns: columns, unit: unit, skipBadRows: arguments.flag("skip-bad-rows"),
+            gravityIncluded: gravity)
     }
 }

@@ -17,17 +17,19 @@ public struct ReplayArguments: Sendable {
             (timestamp_ns,accuracy,x,y,z), phyphox, Sensor Logger, Physics Toolbox, AndroSensor and \
             SensorLog (iOS) exports. Any other delimited file is read with --columns, which names \
             the time column and its unit (s, ms, us or ns), the x, y and z columns (acceleration \
-            with gravity, as a phone's accelerometer gives it) and their unit (g, m/s2 or \
+            with gravity, as a phone's accelerometer gives it, or without) and their unit (g, m/s2 or \
             counts:<per-g>), and the delimiter when it is not the most frequent of , ; and TAB in \
             the header, for example --columns 'time=Time_ms:ms,x=ax,y=ay,z=az,unit=m/s2,delimiter=;'. \
             A column is a header name (any case) or a number from 1; when all four are numbers, a \
-            first line of numbers is data, not a header.
+            first line of numbers is data, not a header. Whether the values include gravity is \
+            told by the header or the file name, or else guessed from the first rows (the line \
+            then says so); --gravity says it instead.
             """,
         arguments: [ArgumentHelp("<file>...", help: "Recordings to count.")],
         options: [
             .option("config", "file", help: "Detector configuration (JSON); defaults otherwise."),
             RecordingOptions.format, RecordingOptions.columns, RecordingOptions.units,
-            RecordingOptions.skipBadRows,
+            RecordingOptions.gravity, RecordingOptions.skipBadRows,
             .flag(
                 "events", help: "Print one JSON line per step: file, time (s from the first sample), count."),
             .flag("json", help: "Print one JSON line per file and one for the total."),
@@ -131,7 +133,7 @@ public struct ReplayArguments: Sendable {
                         + leftPad(formatFixed(s.duration, decimals: 1), 7) + " s  "
                         + leftPad(String(s.samples), 8)
                         + " samples  " + leftPad(formatFixed(s.meanRate, decimals: 1), 6) + " Hz  "
-                        + s.format.rawValue)
+                        + s.format.rawValue + Self.inputNote(s))
             }
             if rows.count > 1 {
                 out.line(rightPad("total", width) + "  " + leftPad(String(total), 6) + " steps")
@@ -160,6 +162,14 @@ public struct ReplayArguments: Sendable {
         if let note = summary.skipped.withoutAccelerationNote { printError("\(file): \(note)") }
     }
 
+    /// What the row says of the input beyond its format: gravity removed, and whether gravity's
+    /// presence was guessed from the data (then `--gravity` can say otherwise).
+    public static func inputNote(_ s: RecordingSummary) -> String {
+        let kind = s.gravityIncluded ? "gravity included" : "gravity removed"
+        if s.gravityGuessed { return ", \(kind) (guessed from the data)" }
+        return s.gravityIncluded ? "" : ", \(kind)"
+    }
+
     /// The JSON line of one file (`--json`).
     public static func jsonLine(_ s: RecordingSummary, file: String) -> String {
         var line = JSONLine()
@@ -171,6 +181,7 @@ public struct ReplayArguments: Sendable {
         line.add("format", s.format.rawValue)
         line.add("unit", s.unit.description)
         line.add("gravity_included", s.gravityIncluded)
+        line.add("gravity_guessed", s.gravityGuessed)
         line.add("skipped_rows", s.skipped.total)
         line.add("rows_without_acceleration", s.skipped.withoutAcceleration)
         return line.string

@@ -11,6 +11,9 @@ public struct RecordingSummary: Sendable, Hashable {
     public var unit: AccelerationUnit
     /// Whether the file includes gravity (else the detector counts it as linear acceleration).
     public var gravityIncluded: Bool
+    /// Whether ``gravityIncluded`` was guessed from the data (the header and file name did not
+    /// say, and no `--gravity` was given).
+    public var gravityGuessed = false
     /// Samples read.
     public var samples = 0
     /// Steps counted.
@@ -65,6 +68,7 @@ public func countSteps(
     )
     var summary = RecordingSummary(
         path: path, format: reader.format, unit: reader.unit, gravityIncluded: reader.gravityIncluded)
+    summary.gravityGuessed = reader.gravityGuessed
     let fileSize = reader.fileSize
     var samples = 0
     var nextReport = 1 << 20

@@ -41,8 +41,8 @@ struct DetectedLayout {
     enum GravityRule {
         case included
         case removed
-        /// Included when the mean magnitude of the first rows is close to 1 g.
-        case byMagnitude
+        /// Guessed from the first rows: included when their mean magnitude is close to 1 g.
+        case byData
     }
 
     var format: RecordingFormat
@@ -340,7 +340,7 @@ enum FormatDetection {
             }
         if !isData { rowLayout.columnNames = names }
         return DetectedLayout(
-            format: .columns, layout: rowLayout, unit: .fixed(columns.unit), gravity: .byMagnitude,
+            format: .columns, layout: rowLayout, unit: .fixed(columns.unit), gravity: .byData,
             firstLineIsData: isData, secondsElapsedColumn: nil)
     }
 
@@ -408,7 +408,7 @@ enum FormatDetection {
             let gravity: DetectedLayout.GravityRule =
                 fileName.hasPrefix("totalacceleration")
                 ? .included
-                : fileName.hasPrefix("accelerometer") ? .removed : .byMagnitude
+                : fileName.hasPrefix("accelerometer") ? .removed : .byData
             let rowLayout = layout(time: t, x: x, y: y, z: z, timeShift: 0, perG: standardGravity)
             return result(
                 rowLayout, .fixed(.metersPerSecondSquared), gravity, secondsElapsed: find("seconds_elapsed"))
@@ -446,7 +446,7 @@ enum FormatDetection {
     private static func phyphoxGravity(_ fileName: String) -> DetectedLayout.GravityRule {
         if fileName.contains("linear") { return .removed }
         if fileName.contains("accelerometer") || fileName.contains("acceleration with g") { return .included }
-        return .byMagnitude
+        return .byData
     }
 
     /// Five comma-separated cells (a trailing empty one allowed): two integers, three numbers.

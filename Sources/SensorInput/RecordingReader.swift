@@ -33,6 +33,9 @@ public struct RecordingReader: Sendable {
         public var unit: AccelerationUnit?
         /// Skip (and count in ``RecordingReader/skipped``) bad rows instead of throwing.
         public var skipBadRows: Bool
+        /// Whether the values include gravity, instead of what the header, the file name or the
+        /// data say (`--gravity included|removed`).
+        public var gravityIncluded: Bool?
         /// Size of the read buffer, which is also the longest line accepted.
         var bufferSize: Int = 256 * 1024
         /// Largest read from an in-memory source (tests and fuzzing use small values).
@@ -44,12 +47,13 @@ public struct RecordingReader: Sendable {
         /// Creates options; the defaults detect everything and throw on the first bad row.
         public init(
             format: RecordingFormat? = nil, columns: ColumnLayout? = nil, unit: AccelerationUnit? = nil,
-            skipBadRows: Bool = false
+            skipBadRows: Bool = false, gravityIncluded: Bool? = nil
         ) {
             self.format = format
             self.columns = columns
             self.unit = unit
             self.skipBadRows = skipBadRows
+            self.gravityIncluded = gravityIncluded
         }
     }
 
@@ -62,6 +66,9 @@ public struct RecordingReader: Sendable {
     /// Whether the values include gravity. False for phyphox "Linear Acceleration" and
     /// Sensor Logger `Accelerometer.csv`: their samples are user acceleration only.
     public private(set) var gravityIncluded: Bool
+    /// Whether ``gravityIncluded`` was guessed from the first rows (the header and the file name
+    /// did not say, and ``Options/gravityIncluded`` was not given).
+    public private(set) var gravityGuessed = false
     /// Rows skipped so far (only with ``Options/skipBadRows``), blank lines and rows without
     /// accelerometer values seen.
     public private(set) var skipped = SkippedRows()
@@ -455,8 +462,9 @@ public struct RecordingReader: Sendable {
 
         var needsMagnitude = false
         if case .bangleByMagnitude = detected.unit { needsMagnitude = true }
-        if case .byMagnitude = detected.gravity { needsMagnitude = true }
-        let rawMagnitude = needsMagnitude ? meanRawMagnitude() : nil
+        var guessesGravity = false
+        if case .byData = detected.gravity, options.gravityIncluded == nil { guessesGravity = true }
+        let rawMagnitude = needsMagnitude || guessesGravity ? meanRawMagnitude() : nil
 
         switch detected.unit {
         case .fixed(let fixed):
@@ -467,17 +475,21 @@ public struct RecordingReader: Sendable {
         if let forced = options.unit { unit = forced }
         layout.perG = unit.perG
 
-        switch detected.gravity {
-        case .included:
-            gravityIncluded = true
-        case .removed:
-            gravityIncluded = false
-        case .byMagnitude:
-            if let rawMagnitude {
-                let g = rawMagnitude / unit.perG
-                gravityIncluded = abs(g - 1) < 0.25
-            } else {
+        if let forced = options.gravityIncluded {
+            gravityIncluded = forced
+        } else {
+            switch detected.gravity {
+            case .included:
                 gravityIncluded = true
+            case .removed:
+                gravityIncluded = false
+            case .byData:
+                // Included when the mean magnitude of the first rows is close to 1 g. (Their
+                // mean vector would tell gravity from a hard walk's linear acceleration, whose
+                // mean magnitude can be 1 g too; docs/detector.md, *Gravity-removed input*, says
+                // why the guess is left as it is.)
+                gravityIncluded = abs((rawMagnitude ?? unit.perG) / unit.perG - 1) < 0.25
+                gravityGuessed = rawMagnitude != nil
             }
         }
         plan = options.rowFastPath ? FastRowPlan(layout) : nil

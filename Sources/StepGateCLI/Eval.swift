@@ -21,13 +21,21 @@ struct Eval: Command {
             With --daily-life SEED, builds day-like recordings instead: walking bouts of exact \
             count, cut from the walks with per-step truth (and whole short walks), between real \
             no-walk segments, bout lengths as in everyday life; prints each day's error, the \
-            recall of bouts by length and false steps per hour between bouts.
+            recall of bouts by length and false steps per hour between bouts. With \
+            --remove-gravity, each recording that includes gravity is counted as gravity-removed \
+            input instead: 1 g along the mean acceleration of a centred 4 s window is subtracted \
+            from every sample, as a phone's linear-acceleration export does with its own estimate.
             """,
         arguments: [ArgumentHelp("<set>...", help: "Manifest CSV files or folders of recordings.")],
         options: [
             .option("config", "file", help: "Detector configuration (JSON); defaults otherwise."),
             .flag("json", help: "Print one JSON line per recording and one with the summary."),
             .flag("markdown", help: "Print the summary figures as a Markdown table (for documentation)."),
+            .flag(
+                "remove-gravity",
+                help:
+                    "Take gravity out of each recording (a centred 4 s estimate) and count it as gravity-removed input."
+            ),
             .option(
                 "daily-life", "seed",
                 help: "Score day-like recordings spliced from the sets (seeds SEED, SEED+1, …)."),
@@ -40,6 +48,7 @@ struct Eval: Command {
     var configPath: String?
     var json: Bool
     var markdown: Bool
+    var removeGravity: Bool
     var dailyLifeSeed: UInt64?
     var days = 5
     var bouts = 60
@@ -51,11 +60,15 @@ struct Eval: Command {
         json = arguments.flag("json")
         markdown = arguments.flag("markdown")
         guard !(json && markdown) else { throw UsageError("'--json' and '--markdown' exclude each other") }
+        removeGravity = arguments.flag("remove-gravity")
         if let text = arguments.value("daily-life") {
             guard let seed = UInt64(text) else {
                 throw UsageError("option '--daily-life <seed>': expected a whole number ≥ 0, found '\(text)'")
             }
             dailyLifeSeed = seed
+            guard !removeGravity else {
+                throw UsageError("'--remove-gravity' does not go with '--daily-life'")
+            }
         }
         for (name, minimum) in [("days", 1), ("bouts", 1)] {
             guard let text = arguments.value(name) else { continue }
@@ -78,7 +91,8 @@ struct Eval: Command {
             try await dailyLife(recordings, seed: seed, configuration: detector)
             return
         }
-        let results = try await Eval.evaluate(recordings, configuration: detector)
+        let results = try await Eval.evaluate(
+            recordings, configuration: detector, removeGravity: removeGravity)
         let summary = EvaluationSummary(results)
         let out = StandardOutput()
         defer { out.flush() }
@@ -215,9 +229,9 @@ struct Eval: Command {
     }
 
     /// Counts every recording, using all cores; results keep the input order.
-    static func evaluate(_ recordings: [LabelledRecording], configuration: DetectorConfiguration) async throws
-        -> [EvaluationResult]
-    {
+    static func evaluate(
+        _ recordings: [LabelledRecording], configuration: DetectorConfiguration, removeGravity: Bool = false
+    ) async throws -> [EvaluationResult] {
         try await withThrowingTaskGroup(of: (Int, EvaluationResult).self) { group in
             let width = max(1, ProcessInfo.processInfo.activeProcessorCount)
             var next = 0
@@ -225,6 +239,11 @@ struct Eval: Command {
             func start(_ index: Int) {
                 let recording = recordings[index]
                 group.addTask {
+                    if removeGravity {
+                        return (
+                            index, try Eval.countWithoutGravity(recording, configuration: configuration)
+                        )
+                    }
                     let summary = try recording.reading {
                         let summary = try countSteps(
                             inFile: recording.path,
@@ -254,6 +273,25 @@ struct Eval: Command {
             }
             return results.compactMap { $0 }
         }
+    }
+
+    /// Counts `recording` with gravity taken out (``GravityRemoval``) as gravity-removed input;
+    /// a recording without gravity already is counted as it is.
+    static func countWithoutGravity(_ recording: LabelledRecording, configuration: DetectorConfiguration)
+        throws -> EvaluationResult
+    {
+        let loaded = try TuningRecording.load(recording)
+        let samples =
+            loaded.input == .totalAcceleration
+            ? GravityRemoval.removingGravity(loaded.samples) : loaded.samples
+        guard !samples.isEmpty else {
+            throw RecordingError(
+                kind: .emptyFile, path: recording.path, expected: "data rows after the header",
+                found: "only the header")
+        }
+        return loaded.result(
+            counted: StepDetector.countSteps(
+                in: samples, configuration: configuration, input: .linearAcceleration))
     }
 
     static func table(_ results: [EvaluationResult], _ summary: EvaluationSummary) -> String {

@@ -26,7 +26,7 @@ struct Plot: Command {
             .option("config", "file", help: "Detector configuration (JSON); defaults otherwise."),
             .option("from", "seconds", help: "Start of the window (default 0)."),
             .option("to", "seconds", help: "End of the window (default: the end)."),
-            RecordingOptions.format, RecordingOptions.columns,
+            RecordingOptions.format, RecordingOptions.columns, RecordingOptions.gravity,
             .option(
                 "output", "file",
                 help: "SVG file to write (default: the recording's name with .svg, in the current folder)."
@@ -68,7 +68,10 @@ struct Plot: Command {
             truth = try StepTruth.read(path: path)
         }
         let trace = SignalTrace.record(
-            samples, configuration: configuration, truth: truth, from: from, to: to)
+            samples, configuration: configuration,
+            input: reader.gravityIncluded ? .totalAcceleration : .linearAcceleration, truth: truth,
+            from: from,
+            to: to)
         guard !trace.times.isEmpty else {
             throw ConfigurationFileError(path: file, message: "no samples between \(from) s and \(to) s")
         }

@@ -146,11 +146,25 @@ struct CommandLineTests {
             "replay", "--json", "--columns", "time=Time (ms):ms,x=X,y=Y,z=Z,unit=counts:8192", walk)
         #expect(named.status == 0, "\(named.standardError)")
         let format = #/"format":"[a-z-]+",/#
+        let guessed = #/"gravity_guessed":(true|false),/#
         #expect(named.standardOutput.contains(#""steps":100,"#))
         #expect(named.standardOutput.contains(#""format":"columns","#))
+        // The header of a --columns file does not say whether gravity is included: guessed.
+        #expect(named.standardOutput.contains(#""gravity_guessed":true,"#))
+        #expect(detected.standardOutput.contains(#""gravity_guessed":false,"#))
         #expect(
-            named.standardOutput.replacing(format, with: "")
-                == detected.standardOutput.replacing(format, with: ""))
+            named.standardOutput.replacing(format, with: "").replacing(guessed, with: "")
+                == detected.standardOutput.replacing(format, with: "").replacing(guessed, with: ""))
+    }
+
+    @Test func gravityOverridesWhatTheRecordingSays() throws {
+        let walk = sample("walk-wrist-100.csv")
+        let removed = try stepgate("replay", "--gravity", "removed", walk)
+        #expect(removed.status == 0, "\(removed.standardError)")
+        #expect(removed.standardOutput.hasSuffix("bangle, gravity removed\n"), "\(removed.standardOutput)")
+        let wrong = try stepgate("replay", "--gravity", "sideways", walk)
+        #expect(wrong.status != 0)
+        #expect(wrong.standardError.contains("expected included or removed"), "\(wrong.standardError)")
     }
 
     @Test func replayNotesTheRowsWithoutAccelerometerValues() throws {

@@ -113,4 +113,60 @@ struct LinearAccelerationTests {
         let axis = projection.principalAxis
         #expect(abs(abs(axis.y) - 0.6) < 0.05 && abs(abs(axis.z) - 0.8) < 0.05, "\(axis)")
     }
+
+    /// Real exports carrying both signals of one recording, made by the phone's own fusion: the
+    /// accelerometer (read as detected) and its gravity-removed twin (read by `--columns`, told
+    /// gravity is removed) count alike.
+    @Test(.enabled(if: Fixtures.sharedDataAvailable, "../shared/data is not present"))
+    func theTwoSignalsOfAPhoneExportCountAlike() throws {
+        let folder = Fixtures.sharedData.appendingPathComponent("formats")
+        let pairs: [(file: String, linear: String)] = [
+            (
+                "androsensor/tez4__fhnw-ds-cdl1__walking_test_jg.csv",
+                "time=Time since start in ms:ms,x=LINEAR ACCELERATION X (m/s²),y=LINEAR ACCELERATION Y (m/s²),"
+                    + "z=LINEAR ACCELERATION Z (m/s²),unit=m/s2"
+            ),
+            (
+                "physicstoolbox/tez4__fhnw-ds-cdl1__physics_toolbox_suite_multi_record.csv",
+                "time=time:s,x=ax,y=ay,z=az,unit=m/s2"
+            ),
+            (
+                "sensorlog/tez4__fhnw-ds-cdl1__2022-09-27_12_59_37_nz_iOS_device.csv",
+                "time=motionTimestamp_sinceReboot(s):s,x=motionUserAccelerationX(G),"
+                    + "y=motionUserAccelerationY(G),z=motionUserAccelerationZ(G),unit=g"
+            ),
+        ]
+        for pair in pairs {
+            let path = folder.appendingPathComponent(pair.file).path
+            let total = try countSteps(inFile: path)
+            let linear = try countSteps(
+                inFile: path,
+                options: .init(columns: ColumnLayout(parsing: pair.linear), gravityIncluded: false))
+            #expect(total.gravityIncluded && !linear.gravityIncluded && !linear.gravityGuessed)
+            #expect(total.steps >= 40, "\(pair.file): \(total.steps)")
+            #expect(
+                abs(linear.steps - total.steps) * 100 <= 6 * total.steps,
+                "\(pair.file): accelerometer \(total.steps), gravity removed \(linear.steps)")
+        }
+    }
+
+    @Test func removingGravityLeavesTheMotionOfATiltedPhone() {
+        // Tilted 30° about x, bouncing 0.2 g along the vertical at 1.8 Hz: what is left is the
+        // bounce, whatever the tilt.
+        let up = SIMD3<Double>(0, sin(Double.pi / 6), cos(Double.pi / 6))
+        let samples = (0..<2000).map { i in
+            let t = Double(i) / 100
+            let a = up * (1 + 0.2 * sin(2 * Double.pi * 1.8 * t))
+            return AccelerationSample(
+                timestamp: Int64(i) * 10_000_000, x: Float(a.x), y: Float(a.y), z: Float(a.z))
+        }
+        let linear = GravityRemoval.removingGravity(samples)
+        for i in stride(from: 300, to: 1700, by: 7) {
+            let t = Double(i) / 100
+            let expected = up * 0.2 * sin(2 * Double.pi * 1.8 * t)
+            let s = linear[i]
+            let error = SIMD3(Double(s.x), Double(s.y), Double(s.z)) - expected
+            #expect((error * error).sum().squareRoot() < 0.02, "at \(t) s: \(s)")
+        }
+    }
 }

@@ -339,13 +339,14 @@ extension SignalTrace {
     /// For input slower than the internal rate (a 12.5 Hz watch), one point per input sample is
     /// kept, so the curve has the input's resolution.
     public static func record(
-        _ samples: [AccelerationSample], configuration: DetectorConfiguration, truth: [Int64]?,
-        from: Double = 0, to: Double = .infinity
+        _ samples: [AccelerationSample], configuration: DetectorConfiguration,
+        input: StepDetector.Input = .totalAcceleration, truth: [Int64]?, from: Double = 0,
+        to: Double = .infinity
     ) -> SignalTrace {
         var trace = SignalTrace()
         guard let first = samples.first?.timestamp else { return trace }
         func seconds(_ t: Int64) -> Double { Double(t &- first) / 1e9 }
-        var detector = StepDetector(configuration: configuration)
+        var detector = StepDetector(configuration: configuration, input: input)
         var lastValue = Float.nan
         var walkStart: Double?
         // The peak detector's hysteresis, replayed on the filtered signal.
