@@ -11,7 +11,7 @@ _stepgate() {
     local options="" values=""
     case "${COMP_WORDS[1]}" in
         replay)
-            options="--config --format --columns --units --gravity --skip-bad-rows --events --json --policy --verbose --start --zone --help"
+            options="--config --format --columns --units --gravity --skip-bad-rows --events --json --bouts --policy --verbose --start --zone --help"
             values="--config --format --columns --units --gravity --policy --start --zone"
             ;;
         eval)

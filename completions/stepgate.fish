@@ -15,6 +15,7 @@ complete -c stepgate -n '__fish_seen_subcommand_from replay' -l gravity -r -F -d
 complete -c stepgate -n '__fish_seen_subcommand_from replay' -l skip-bad-rows -d 'Skip malformed rows (reported on standard error) instead of stopping.'
 complete -c stepgate -n '__fish_seen_subcommand_from replay' -l events -d 'Print one JSON line per step: file, time (s from the first sample), count.'
 complete -c stepgate -n '__fish_seen_subcommand_from replay' -l json -d 'Print one JSON line per file and one for the total.'
+complete -c stepgate -n '__fish_seen_subcommand_from replay' -l bouts -d 'Print each walking bout after the counts: start and end (s from the first sample), steps, cadence.'
 complete -c stepgate -n '__fish_seen_subcommand_from replay' -l policy -r -F -d 'Run the steps through this unlock policy (JSON) and print what it changed: unlocks, relocks, schedules, refusals, problems.'
 complete -c stepgate -n '__fish_seen_subcommand_from replay' -l verbose -d 'With --policy: print every effect (shields applied and removed, wake-ups), not only what changed.'
 complete -c stepgate -n '__fish_seen_subcommand_from replay' -l start -r -F -d 'With --policy: the wall-clock time of the first sample (ISO 8601).'

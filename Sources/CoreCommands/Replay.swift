@@ -33,6 +33,11 @@ public struct ReplayArguments: Sendable {
             .flag(
                 "events", help: "Print one JSON line per step: file, time (s from the first sample), count."),
             .flag("json", help: "Print one JSON line per file and one for the total."),
+            .flag(
+                "bouts",
+                help:
+                    "Print each walking bout after the counts: start and end (s from the first sample), steps, cadence."
+            ),
             .option(
                 "policy", "file",
                 help:
@@ -57,6 +62,8 @@ public struct ReplayArguments: Sendable {
     public var configPath: String?
     public var options: RecordingReader.Options
     public var events: Bool
+    /// Whether each file's walking bouts are printed.
+    public var bouts: Bool
     public var json: Bool
     public var policyPath: String?
 
@@ -67,6 +74,7 @@ public struct ReplayArguments: Sendable {
         configPath = arguments.value("config")
         options = try RecordingOptions.parse(arguments)
         events = arguments.flag("events")
+        bouts = arguments.flag("bouts")
         json = arguments.flag("json")
         policyPath = arguments.value("policy")
     }
@@ -85,10 +93,13 @@ public struct ReplayArguments: Sendable {
         // A file that cannot be counted is reported at once; the others are still counted and
         // printed, and the command fails at the end.
         var failed = 0
+        var boutLines: [String] = []
         for file in files {
             var bar = ProgressBar(label: file)
             var first: Int64 = 0
             let events = events
+            var tracker = BoutTracker(configuration: detector)
+            var found: [WalkingBout] = []
             let summary: RecordingSummary
             do {
                 summary = try countSteps(
@@ -96,6 +107,7 @@ public struct ReplayArguments: Sendable {
                     progress: { bar.update(done: $0, total: $1) },
                     onFirstSample: { first = $0 },
                     onStep: { event in
+                        if bouts, let bout = tracker.add(event) { found.append(bout) }
                         guard events else { return }
                         var line = JSONLine()
                         line.add("file", file)
@@ -113,6 +125,10 @@ public struct ReplayArguments: Sendable {
                 continue
             }
             total += summary.steps
+            if let bout = tracker.finish() { found.append(bout) }
+            for (index, bout) in found.enumerated() where bouts {
+                boutLines.append(Self.boutLine(bout, number: index + 1, file: file, first: first, json: json))
+            }
             Self.report(summary, file: file)
             if json {
                 out.line(Self.jsonLine(summary, file: file))
@@ -139,6 +155,7 @@ public struct ReplayArguments: Sendable {
                 out.line(rightPad("total", width) + "  " + leftPad(String(total), 6) + " steps")
             }
         }
+        for line in boutLines { out.line(line) }
         if failed > 0 {
             out.flush()
             if files.count > 1 {
@@ -146,6 +163,25 @@ public struct ReplayArguments: Sendable {
             }
             throw ExitCode.failure
         }
+    }
+
+    /// One walking bout of a file, as text or a JSON line.
+    static func boutLine(_ bout: WalkingBout, number: Int, file: String, first: Int64, json: Bool) -> String {
+        let start = Double(bout.start &- first) / 1e9
+        let end = Double(bout.end &- first) / 1e9
+        if json {
+            var line = JSONLine()
+            line.add("file", file)
+            line.add("bout", number)
+            line.add("start_s", start, decimals: 2)
+            line.add("end_s", end, decimals: 2)
+            line.add("steps", bout.steps)
+            line.add("cadence_per_min", bout.cadence, decimals: 1)
+            return line.string
+        }
+        return
+            "\(file): bout \(number): \(formatFixed(start, decimals: 1))–\(formatFixed(end, decimals: 1)) s, "
+            + "\(bout.steps) steps, \(formatFixed(bout.cadence, decimals: 0)) steps/min"
     }
 
     /// A recording with a header but no samples is an error, as an empty file is.

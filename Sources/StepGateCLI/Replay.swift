@@ -37,6 +37,9 @@ struct Replay: SynchronousCommand {
         verbose = arguments.flag("verbose")
         if policyPath != nil {
             guard start != nil else { throw UsageError("'--policy' needs '--start <time>'") }
+            guard !base.bouts else {
+                throw UsageError("'--bouts' counts recordings; it does not go with '--policy'")
+            }
         } else if start != nil || zone != nil || verbose {
             throw UsageError("'--start', '--zone' and '--verbose' go with '--policy <file>'")
         }

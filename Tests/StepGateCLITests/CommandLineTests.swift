@@ -84,6 +84,10 @@ struct CommandLineTests {
         ),
         (["replay", "x.csv", "--verbose"], "'--start', '--zone' and '--verbose' go with '--policy <file>'"),
         (
+            ["replay", "x.csv", "--bouts", "--policy", "p.json", "--start", "2026-01-01T00:00:00Z"],
+            "'--bouts' counts recordings; it does not go with '--policy'"
+        ),
+        (
             ["replay", "x.csv", "--policy", "p.json", "--start", "yesterday"],
             "invalid value 'yesterday' for '--start'"
         ),
