@@ -2,6 +2,7 @@
 
 // (the discovery and payload keys keep Home Assistant's snake_case names: they are its documented keys)
 import Foundation
+import TypedJSON
 
 /// What a gate tells the household: today's steps, each store's state, the problems.
 package struct GateSnapshot: Equatable, Sendable {
@@ -257,9 +258,7 @@ package struct GateTopics: Sendable {
     }
 
     private static func json<T: Encodable>(_ value: T) -> String {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         // Strings, numbers, booleans and arrays of them: nothing the encoder refuses.
-        return (try? encoder.encode(value)).map { String(decoding: $0, as: UTF8.self) } ?? "{}"
+        (try? JSONEncoding.encode(value, sortedKeys: true))?.serialized() ?? "{}"
     }
 }

@@ -167,11 +167,9 @@ public final class SystemdShield: Shield {
     }
 
     private func save() throws(ShieldError) {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
         do {
-            let data = try encoder.encode(memory)
-            try DurableFile.writeAtomically(Array(data), to: memoryPath)
+            let text = try JSONEncoding.encode(memory, sortedKeys: true).prettySerialized() + "\n"
+            try DurableFile.writeAtomically(Array(text.utf8), to: memoryPath)
         } catch let error as FileError {
             throw ShieldError(shield: name, message: "cannot save the unit memory: \(error)")
         } catch {

@@ -9,10 +9,7 @@ import UnlockPolicy
 
 /// Writes a detector configuration as pretty JSON with sorted keys.
 func encodeDetectorConfiguration(_ configuration: DetectorConfiguration) -> String {
-    let encoder = JSONEncoder()
-    encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
-    guard let data = try? encoder.encode(configuration) else { return "{}" }
-    return String(decoding: data, as: UTF8.self)
+    (try? JSONEncoding.encode(configuration, sortedKeys: true))?.prettySerialized() ?? "{}"
 }
 
 /// The operating system's reason behind a Foundation file error ("Permission denied"), rather

@@ -173,13 +173,11 @@ package struct ControlAnswer: Sendable {
 package enum ControlCoding {
     /// `value` as one line of JSON, keys sorted, slashes as they are.
     package static func line<T: Encodable>(_ value: T) -> String {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         // The reply types hold strings, whole numbers, booleans and arrays of them: nothing
-        // JSONEncoder refuses.
-        guard let data = try? encoder.encode(value) else {
+        // the encoder refuses.
+        guard let json = try? JSONEncoding.encode(value, sortedKeys: true) else {
             return #"{"ok":false,"error":"cannot encode the answer"}"#
         }
-        return String(decoding: data, as: UTF8.self)
+        return json.serialized()
     }
 }

@@ -68,3 +68,43 @@ struct TypedJSONTests {
         #expect(offset.map { JSONDocument.location(of: $0, in: Array(text.utf8)) }! == (3, 3))
     }
 }
+
+/// The encoder: the one way StepGate writes `Encodable` values as JSON (control answers, MQTT
+/// payloads, the systemd shield's memory, the detector configuration).
+@Suite("TypedJSON encoding")
+struct TypedJSONEncodingTests {
+    struct Inner: Codable, Equatable {
+        var name: String
+        var ratio: Float
+    }
+    struct Outer: Codable, Equatable {
+        var zebra: Int
+        var alpha: Double
+        var optional: String?
+        var list: [Inner]
+        var flags: [String: Bool]
+        var path: String
+    }
+
+    @Test func writesWhatTheDecoderReadsBack() throws {
+        let value = Outer(
+            zebra: 3, alpha: 0.6, optional: nil, list: [Inner(name: "a\u{1b}b", ratio: 0.6)],
+            flags: ["b": true, "a": false], path: "/run/stepgate")
+        let json = try JSONEncoding.encode(value, sortedKeys: true)
+        #expect(
+            json.serialized()
+                == #"{"alpha":0.6,"flags":{"a":false,"b":true},"list":[{"name":"a\u001bb","ratio":0.6}],"path":"/run/stepgate","zebra":3}"#
+        )
+        #expect(try JSONDecoding.decode(Outer.self, from: json) == value)
+        // In the type's own order without sorting; a whole number written as one.
+        let unsorted = try JSONEncoding.encode(Inner(name: "x", ratio: 2)).serialized()
+        #expect(unsorted == #"{"name":"x","ratio":2}"#)
+    }
+
+    @Test func aNumberThatIsNotFiniteIsAnErrorWithItsPath() {
+        #expect(throws: JSONPathError(path: "list[0].ratio", message: "cannot write nan as JSON")) {
+            try JSONEncoding.encode(
+                Outer(zebra: 1, alpha: 1, list: [Inner(name: "x", ratio: .nan)], flags: [:], path: ""))
+        }
+    }
+}
