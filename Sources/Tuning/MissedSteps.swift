@@ -88,44 +88,6 @@ public struct WalkLandmarks: Sendable, Hashable {
     }
 }
 
-/// Which true steps a detector counted: each counted step is matched to at most one true step
-/// within a tolerance, after the detector's lag behind the truth is taken out.
-public enum StepMatching {
-    /// The detector's lag behind the truth on one recording: the median over counted steps of
-    /// the time since the nearest true step, among those within `reach` of one (the band-pass
-    /// and the peak of the magnitude come a fixed time after the heel strike the truth marks,
-    /// and that time differs by sensor and placement); 0 when none is that near.
-    public static func lag(truth: [Int64], counted: [Int64], reach: Int64 = 500_000_000) -> Int64 {
-        guard !truth.isEmpty else { return 0 }
-        var offsets: [Int64] = []
-        var j = 0
-        for c in counted {
-            while j + 1 < truth.count && abs(truth[j + 1] - c) <= abs(truth[j] - c) { j += 1 }
-            let offset = c - truth[j]
-            if abs(offset) <= reach { offsets.append(offset) }
-        }
-        guard !offsets.isEmpty else { return 0 }
-        offsets.sort()
-        return offsets[offsets.count / 2]
-    }
-
-    /// For each of `truth` (sorted), whether a counted step (sorted) less `lag` lies within
-    /// `tolerance` of it, each counted step matched at most once. Taking, in time order, the
-    /// earliest counted step still free within reach of each true step gives the most matches.
-    public static func matched(truth: [Int64], counted: [Int64], lag: Int64, tolerance: Int64) -> [Bool] {
-        var result = [Bool](repeating: false, count: truth.count)
-        var j = 0
-        for (i, t) in truth.enumerated() {
-            while j < counted.count && counted[j] - lag < t - tolerance { j += 1 }
-            if j < counted.count && counted[j] - lag <= t + tolerance {
-                result[i] = true
-                j += 1
-            }
-        }
-        return result
-    }
-}
-
 /// One recording's true steps, matched and missed, by phase.
 public struct MissedSteps: Sendable, Hashable {
     public var name: String
@@ -140,15 +102,18 @@ public struct MissedSteps: Sendable, Hashable {
     /// Counted steps matched to no true step.
     public var extra: Int { counted - (truth - missed.values.reduce(0, +)) }
 
-    /// Matches `counted` step times to the `truth` of one recording.
+    /// Matches `counted` step times, less their lag (``StepMatch/lag(detected:truth:reach:)``),
+    /// to the `truth` of one recording (``StepMatch/matchedTruth(detected:truth:tolerance:)``).
     public init(
         name: String, truth: [Int64], counted: [Int64], landmarks: WalkLandmarks, tolerance: Int64
     ) {
         self.name = name
         self.truth = truth.count
         self.counted = counted.count
-        lag = StepMatching.lag(truth: truth, counted: counted)
-        let found = StepMatching.matched(truth: truth, counted: counted, lag: lag, tolerance: tolerance)
+        let lag = StepMatch.lag(detected: counted, truth: truth)
+        self.lag = lag
+        let found = StepMatch.matchedTruth(
+            detected: counted.map { $0 - lag }, truth: truth, tolerance: tolerance)
         for (phase, hit) in zip(landmarks.phases(of: truth), found) {
             steps[phase, default: 0] += 1
             if !hit { missed[phase, default: 0] += 1 }

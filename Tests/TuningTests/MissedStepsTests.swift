@@ -14,16 +14,16 @@ struct MissedStepsTests {
         let truth = Self.seconds([1.0, 1.5, 2.0, 2.5, 3.0])
         // 0.1 s late throughout; the step at 1.5 missed, two counted near 2.5, one far off.
         let counted = Self.seconds([1.1, 2.1, 2.55, 2.65, 3.1, 4.5])
-        let lag = StepMatching.lag(truth: truth, counted: counted)
+        let lag = StepMatch.lag(detected: counted, truth: truth)
         #expect(lag == 100_000_000)
         #expect(
-            StepMatching.matched(truth: truth, counted: counted, lag: lag, tolerance: 250_000_000)
+            StepMatch.matchedTruth(detected: counted.map { $0 - lag }, truth: truth, tolerance: 250_000_000)
                 == [true, false, true, true, true])
-        // Without the lag taken out, a tight tolerance misses everything.
+        // Without the lag taken out, a tight tolerance misses all but one.
         #expect(
-            StepMatching.matched(truth: truth, counted: counted, lag: 0, tolerance: 50_000_000)
+            StepMatch.matchedTruth(detected: counted, truth: truth, tolerance: 50_000_000)
                 == [false, false, false, true, false])
-        #expect(StepMatching.lag(truth: truth, counted: []) == 0)
+        #expect(StepMatch.lag(detected: [], truth: truth) == 0)
     }
 
     @Test func phasesAreTheStartTheTurnTheStopAndAfterTheEnd() {
