@@ -14,7 +14,8 @@ struct Eval: Command {
         abstract: "Score the step detector on labelled recordings.",
         discussion: """
             Each argument is a manifest CSV (columns path, format, placement, device, kind, \
-            truth_steps, truth_source; paths relative to the manifest) or a folder of recordings \
+            truth_steps, truth_source; paths relative to the manifest; optional start_s and end_s make a \
+            row the stretch of its file between those seconds from its first sample) or a folder of recordings \
             whose file names carry the true count (100_3.csv, walk-1834.csv; 0 means a no-walk log). \
             Prints each recording's truth, count and error, then three figures: walks MAPE (and per \
             placement), false steps per hour on no-walk logs, and mixed-log absolute % error. \
@@ -261,6 +262,15 @@ struct Eval: Command {
                     if removeGravity {
                         return (
                             index, try Eval.countWithoutGravity(recording, configuration: configuration)
+                        )
+                    }
+                    if recording.stretch != nil {
+                        let loaded = try TuningRecording.load(recording)
+                        return (
+                            index,
+                            loaded.result(
+                                counted: StepDetector.countSteps(
+                                    in: loaded.samples, configuration: configuration, input: loaded.input))
                         )
                     }
                     let summary = try recording.reading {

@@ -77,6 +77,16 @@ struct TuneCommandTests {
         #expect(none.standardError.contains("'--misses' needs recordings with per-step truth"))
     }
 
+    /// The wrist no-walk set names stretches of a day log; eval counts each stretch alone.
+    @Test(.enabled(if: Fixtures.sharedDataAvailable, "../shared/data is not present"))
+    func evalCountsTheStretchesAManifestNames() throws {
+        let set = Fixtures.packageRoot.appendingPathComponent("Tests/WristNoWalk/manifest.csv").path
+        let result = try stepgate(["eval", set])
+        #expect(result.status == 0, "\(result.standardError)")
+        #expect(result.standardOutput.contains("0_HughB-work-66.csv#t=1990,3330  wrist"))
+        #expect(result.standardOutput.contains("5.05 h, 30 no-walk logs"), "\(result.standardOutput)")
+    }
+
     @Test func tuneAcrossSetsReportsEachSetAndHoldsEachOut() throws {
         let folder = try Fixtures.temporaryFolder()
         defer { try? FileManager.default.removeItem(at: folder) }
