@@ -15,7 +15,7 @@ _stepgate() {
             values="--config --format --columns --units --gravity --policy --start --zone"
             ;;
         eval)
-            options="--config --json --markdown --remove-gravity --daily-life --days --bouts --help"
+            options="--config --json --markdown --remove-gravity --misses --daily-life --days --bouts --help"
             values="--config --daily-life --days --bouts"
             ;;
         tune)

@@ -26,6 +26,7 @@ complete -c stepgate -n '__fish_seen_subcommand_from eval' -l config -r -F -d 'D
 complete -c stepgate -n '__fish_seen_subcommand_from eval' -l json -d 'Print one JSON line per recording and one with the summary.'
 complete -c stepgate -n '__fish_seen_subcommand_from eval' -l markdown -d 'Print the summary figures as a Markdown table (for documentation).'
 complete -c stepgate -n '__fish_seen_subcommand_from eval' -l remove-gravity -d 'Take gravity out of each recording (a centred 4 s estimate) and count it as gravity-removed input.'
+complete -c stepgate -n '__fish_seen_subcommand_from eval' -l misses -d 'Print the true steps missed, by phase of the walk (needs per-step truth).'
 complete -c stepgate -n '__fish_seen_subcommand_from eval' -l daily-life -r -F -d 'Score day-like recordings spliced from the sets (seeds SEED, SEED+1, …).'
 complete -c stepgate -n '__fish_seen_subcommand_from eval' -l days -r -F -d 'Days for --daily-life (default 5).'
 complete -c stepgate -n '__fish_seen_subcommand_from eval' -l bouts -r -F -d 'Walking bouts per day for --daily-life (default 60).'

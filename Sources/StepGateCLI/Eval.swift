@@ -14,7 +14,8 @@ struct Eval: Command {
         abstract: "Score the step detector on labelled recordings.",
         discussion: """
             Each argument is a manifest CSV (columns path, format, placement, device, kind, \
-            truth_steps, truth_source; paths relative to the manifest) or a folder of recordings \
+            truth_steps, truth_source; paths relative to the manifest; optional start_s and end_s make a \
+            row the stretch of its file between those seconds from its first sample) or a folder of recordings \
             whose file names carry the true count (100_3.csv, walk-1834.csv; 0 means a no-walk log). \
             Prints each recording's truth, count and error, then three figures: walks MAPE (and per \
             placement), false steps per hour on no-walk logs, and mixed-log absolute % error. \
@@ -24,7 +25,12 @@ struct Eval: Command {
             recall of bouts by length and false steps per hour between bouts. With \
             --remove-gravity, each recording that includes gravity is counted as gravity-removed \
             input instead: 1 g along the mean acceleration of a centred 4 s window is subtracted \
-            from every sample, as a phone's linear-acceleration export does with its own estimate.
+            from every sample, as a phone's linear-acceleration export does with its own estimate. \
+            With --misses, matches the counted steps of each recording with per-step truth to its \
+            true steps (within 0.25 s, after the recording's median lag) and prints the true steps \
+            missed by phase: the first three, the U-turn and the end of the walk where a detail.csv \
+            beside the manifest gives them (columns path, uturn_start_s, uturn_end_s, trial_end_s), \
+            the last three before the end, the steps after it, and the rest.
             """,
         arguments: [ArgumentHelp("<set>...", help: "Manifest CSV files or folders of recordings.")],
         options: [
@@ -36,6 +42,8 @@ struct Eval: Command {
                 help:
                     "Take gravity out of each recording (a centred 4 s estimate) and count it as gravity-removed input."
             ),
+            .flag(
+                "misses", help: "Print the true steps missed, by phase of the walk (needs per-step truth)."),
             .option(
                 "daily-life", "seed",
                 help: "Score day-like recordings spliced from the sets (seeds SEED, SEED+1, …)."),
@@ -49,6 +57,7 @@ struct Eval: Command {
     var json: Bool
     var markdown: Bool
     var removeGravity: Bool
+    var misses: Bool
     var dailyLifeSeed: UInt64?
     var days = 5
     var bouts = 60
@@ -61,13 +70,18 @@ struct Eval: Command {
         markdown = arguments.flag("markdown")
         guard !(json && markdown) else { throw UsageError("'--json' and '--markdown' exclude each other") }
         removeGravity = arguments.flag("remove-gravity")
+        misses = arguments.flag("misses")
+        guard !(misses && (json || markdown || removeGravity)) else {
+            throw UsageError("'--misses' goes with none of '--json', '--markdown', '--remove-gravity'")
+        }
         if let text = arguments.value("daily-life") {
             guard let seed = UInt64(text) else {
                 throw UsageError("option '--daily-life <seed>': expected a whole number ≥ 0, found '\(text)'")
             }
             dailyLifeSeed = seed
-            guard !removeGravity else {
-                throw UsageError("'--remove-gravity' does not go with '--daily-life'")
+            guard !removeGravity && !misses else {
+                throw UsageError(
+                    "'--\(misses ? "misses" : "remove-gravity")' does not go with '--daily-life'")
             }
         }
         for (name, minimum) in [("days", 1), ("bouts", 1)] {
@@ -89,6 +103,12 @@ struct Eval: Command {
         }
         if let seed = dailyLifeSeed {
             try await dailyLife(recordings, seed: seed, configuration: detector)
+            return
+        }
+        if misses {
+            let out = StandardOutput()
+            defer { out.flush() }
+            out.write(try await Eval.missesTable(recordings, configuration: detector))
             return
         }
         let results = try await Eval.evaluate(
@@ -242,6 +262,15 @@ struct Eval: Command {
                     if removeGravity {
                         return (
                             index, try Eval.countWithoutGravity(recording, configuration: configuration)
+                        )
+                    }
+                    if recording.stretch != nil {
+                        let loaded = try TuningRecording.load(recording)
+                        return (
+                            index,
+                            loaded.result(
+                                counted: StepDetector.countSteps(
+                                    in: loaded.samples, configuration: configuration, input: loaded.input))
                         )
                     }
                     let summary = try recording.reading {

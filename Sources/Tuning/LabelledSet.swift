@@ -28,6 +28,9 @@ public struct LabelledRecording: Sendable, Hashable {
     public var set: String
     /// The recording session: recordings of one wearer's session stay in one fold together.
     public var session: String
+    /// The stretch of the file that is the recording, in seconds from its first sample (a
+    /// manifest's `start_s` and `end_s`), or `nil` for the whole file.
+    public var stretch: ClosedRange<Double>?
     /// The manifest and line that named the recording, if a manifest did.
     public var origin: (path: String, line: Int)? {
         get { originPath.map { ($0, originLine) } }
@@ -88,7 +91,10 @@ public enum LabelledSet {
 
     /// Parses a manifest CSV (the columns of `shared/data/manifest.csv`: `path, format,
     /// placement, device, kind, truth_steps, truth_source`). Paths are relative to the
-    /// manifest's folder. `format` and `placement` are optional columns.
+    /// manifest's folder. `format` and `placement` are optional columns, and so are `start_s`
+    /// and `end_s`: a row with them is the stretch of its file between those times, in seconds
+    /// from the file's first sample (named `FILE#t=START,END`), so one long log can give
+    /// several labelled recordings without being cut.
     public static func manifest(text: String, path: String) throws(LabelledSetError) -> [LabelledRecording] {
         let folder = directory(of: path)
         var lines = text.split(
@@ -152,10 +158,30 @@ public enum LabelledSet {
             let full = relative.hasPrefix("/") ? relative : folder + relative
             var recording = LabelledRecording(
                 path: full, name: relative, format: format, placement: placement, kind: kind, truth: truth)
+            let start = cell("start_s") ?? ""
+            let end = cell("end_s") ?? ""
+            if !start.isEmpty || !end.isEmpty {
+                guard let from = Double(start), let to = Double(end), from.isFinite, to.isFinite, from >= 0,
+                    to > from
+                else {
+                    throw LabelledSetError(
+                        path: path, line: number,
+                        message:
+                            "columns 'start_s', 'end_s': expected seconds from the file's first sample, 0 ≤ start < end, found '\(start)', '\(end)'"
+                    )
+                }
+                recording.stretch = from...to
+                recording.name = relative + "#t=" + shortDecimal(from) + "," + shortDecimal(to)
+            }
             recording.origin = (path, number)
             recordings.append(recording)
         }
         return recordings
+    }
+
+    /// `120`, `12.5`: seconds as a manifest would write them.
+    static func shortDecimal(_ value: Double) -> String {
+        value == value.rounded() && abs(value) < 1e15 ? String(Int64(value)) : String(value)
     }
 
     /// Format names as manifests write them.

@@ -324,13 +324,24 @@ public struct StepMatch: Sendable, Hashable {
 
     /// Greedy one-to-one matching of sorted step times within `tolerance` nanoseconds.
     public static func match(detected: [Int64], truth: [Int64], tolerance: Int64 = 250_000_000) -> StepMatch {
+        let found = matchedTruth(detected: detected, truth: truth, tolerance: tolerance)
+        return StepMatch(
+            truth: truth.count, detected: detected.count, matched: found.reduce(0) { $0 + ($1 ? 1 : 0) })
+    }
+
+    /// For each of `truth` (sorted), whether a detected step (sorted) within `tolerance` is
+    /// matched to it, each detected step at most once: in time order, the earlier of two steps
+    /// too far apart is passed over, which gives the most matches.
+    public static func matchedTruth(detected: [Int64], truth: [Int64], tolerance: Int64 = 250_000_000)
+        -> [Bool]
+    {
+        var found = [Bool](repeating: false, count: truth.count)
         var i = 0
         var j = 0
-        var matched = 0
         while i < detected.count && j < truth.count {
             let d = detected[i] - truth[j]
             if abs(d) <= tolerance {
-                matched += 1
+                found[j] = true
                 i += 1
                 j += 1
             } else if d < 0 {
@@ -339,7 +350,25 @@ public struct StepMatch: Sendable, Hashable {
                 j += 1
             }
         }
-        return StepMatch(truth: truth.count, detected: detected.count, matched: matched)
+        return found
+    }
+
+    /// The detector's lag behind the truth on one recording: the median over detected steps of
+    /// the time since the nearest true step, among those within `reach` of one (the band-pass
+    /// and the peak of the magnitude come a fixed time after the heel strike the truth marks,
+    /// and that time differs by sensor and placement); 0 when none is that near.
+    public static func lag(detected: [Int64], truth: [Int64], reach: Int64 = 500_000_000) -> Int64 {
+        guard !truth.isEmpty else { return 0 }
+        var offsets: [Int64] = []
+        var j = 0
+        for c in detected {
+            while j + 1 < truth.count && abs(truth[j + 1] - c) <= abs(truth[j] - c) { j += 1 }
+            let offset = c - truth[j]
+            if abs(offset) <= reach { offsets.append(offset) }
+        }
+        guard !offsets.isEmpty else { return 0 }
+        offsets.sort()
+        return offsets[offsets.count / 2]
     }
 }
 

@@ -32,13 +32,28 @@ public struct TuningRecording: Sendable {
         var reader = try labelled.reading {
             try RecordingReader(path: labelled.path, options: .init(format: labelled.format))
         }
-        let samples = try labelled.reading { try reader.readAll() }
+        var samples = try labelled.reading { try reader.readAll() }
         let truthPath = StepTruth.companionPath(of: labelled.path)
         var times: [Int64]?
         if let truthPath, FileManager.default.fileExists(atPath: truthPath) {
             times = try StepTruth.read(path: truthPath)
         } else {
             times = try StepTruth.listed(for: labelled.path)
+        }
+        if let stretch = labelled.stretch, let first = samples.first?.timestamp,
+            let last = samples.last?.timestamp
+        {
+            let from = first &+ Int64((stretch.lowerBound * 1e9).rounded())
+            let to = first &+ Int64((stretch.upperBound * 1e9).rounded())
+            samples.removeAll { $0.timestamp < from || $0.timestamp > to }
+            times = times?.filter { $0 >= from && $0 <= to }
+            if samples.count < 2 {
+                let length = LabelledSet.shortDecimal((Double(last &- first) / 1e8).rounded() / 10)
+                let message =
+                    "\(labelled.name): the stretch holds fewer than two samples (the file is \(length) s long)"
+                throw labelled.origin.map { LabelledSetError(path: $0.path, line: $0.line, message: message) }
+                    ?? LabelledSetError(path: labelled.path, message: message)
+            }
         }
         return TuningRecording(
             labelled: labelled, samples: samples, stepTimes: times,

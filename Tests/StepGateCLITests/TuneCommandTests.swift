@@ -58,6 +58,35 @@ struct TuneCommandTests {
         #expect(none.standardError.contains("per-step truth"))
     }
 
+    /// `eval --misses` matches counted steps to the foot switches and reports the misses by
+    /// phase; recordings without per-step truth are left out, and a set of none is an error.
+    @Test(.enabled(if: Fixtures.sharedDataAvailable, "../shared/data is not present"))
+    func evalMissesReportsMissedStepsByPhase() throws {
+        let folder = try Fixtures.temporaryFolder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let result = try stepgate(["eval", "--misses", try dailyLifeManifest(in: folder)])
+        #expect(result.status == 0, "\(result.standardError)")
+        let lines = result.standardOutput.split(separator: "\n")
+        #expect(lines.filter { $0.contains("accelerometer.csv") }.count == 2, "\(result.standardOutput)")
+        for phase in ["start ", "stop ", "middle ", "all "] {
+            #expect(lines.contains { $0.hasPrefix(phase) }, "\(phase)")
+        }
+        #expect(!lines.contains { $0.hasPrefix("turn ") }, "no U-turn times given")
+        let none = try stepgate(["eval", "--misses", manifest])
+        #expect(none.status == 1)
+        #expect(none.standardError.contains("'--misses' needs recordings with per-step truth"))
+    }
+
+    /// The wrist no-walk set names stretches of a day log; eval counts each stretch alone.
+    @Test(.enabled(if: Fixtures.sharedDataAvailable, "../shared/data is not present"))
+    func evalCountsTheStretchesAManifestNames() throws {
+        let set = Fixtures.packageRoot.appendingPathComponent("Tests/WristNoWalk/manifest.csv").path
+        let result = try stepgate(["eval", set])
+        #expect(result.status == 0, "\(result.standardError)")
+        #expect(result.standardOutput.contains("0_HughB-work-66.csv#t=1990,3330  wrist"))
+        #expect(result.standardOutput.contains("5.05 h, 30 no-walk logs"), "\(result.standardOutput)")
+    }
+
     @Test func tuneAcrossSetsReportsEachSetAndHoldsEachOut() throws {
         let folder = try Fixtures.temporaryFolder()
         defer { try? FileManager.default.removeItem(at: folder) }
@@ -131,6 +160,8 @@ struct TuneCommandTests {
         (["tune", "m.csv", "--daily-life", "-2"], "invalid value '-2' for '--daily-life'"),
         (["eval", "m.csv", "--days", "3"], "option '--days' needs '--daily-life'"),
         (["eval", "m.csv", "--daily-life", "x"], "option '--daily-life <seed>': expected a whole number"),
+        (["eval", "m.csv", "--misses", "--daily-life", "1"], "'--misses' does not go with '--daily-life'"),
+        (["eval", "m.csv", "--misses", "--json"], "'--misses' goes with none of '--json'"),
         (["plot"], "missing expected argument '<file>'"),
         (["plot", "a.csv", "b.csv"], "unexpected argument 'b.csv'"),
         (["plot", "a.csv", "--from", "20", "--to", "10"], "'--from' must be before '--to'"),
