@@ -108,7 +108,7 @@ struct DebianPackageTests {
                 """)
         #expect(try String(contentsOfFile: "\(path)/hosts", encoding: .utf8) == "127.0.0.1 localhost\n")
         #expect(
-            try String(contentsOfFile: "\(path)/state/systemd-units.json", encoding: .utf8).contains("{\n\n}")
+            try String(contentsOfFile: "\(path)/state/systemd-units.json", encoding: .utf8) == "{}\n"
         )
         for gone in [".hosts.stepgate-reserve", "root/etc/chromium/policies/managed/stepgate-dns.json"] {
             #expect(!FileManager.default.fileExists(atPath: "\(path)/\(gone)"), "\(gone)")
