@@ -14,3 +14,12 @@ echo "== tests: live IIO input, alone" >&2
 swift test --skip-build --filter LiveIIOTests
 echo "== tests: the rest" >&2
 swift test --skip-build --skip LiveIIOTests
+# The package installed on a booted Debian machine (QEMU, Debian's kernel, systemd, a real
+# accelerometer driver): the short version of scripts/system-test.sh, where QEMU and mmdebstrap
+# are installed (its bookworm root is kept in /var/cache/stepgate-system-test between runs).
+if command -v qemu-system-x86_64 >/dev/null && command -v mmdebstrap >/dev/null && [ "$(id -u)" -eq 0 ]; then
+    echo "== system test (short): scripts/system-test.sh" >&2
+    bash scripts/system-test.sh
+else
+    echo "== system test skipped: needs root, qemu-system-x86_64 and mmdebstrap (apt-get install qemu-system-x86 qemu-utils mmdebstrap)" >&2
+fi
