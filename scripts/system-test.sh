@@ -168,13 +168,17 @@ if [ -s "$share/journal.txt" ]; then
     echo "-- journalctl -u stepgate (the last boot; whole file in the run folder):" >&2
     tail -n 40 "$share/journal.txt" >&2
 fi
+# A `not ok … # TODO …` line is a known failure, reported and not counted as failed.
 passed=$(grep -c '^ok ' "$share/results" || true)
-failed=$(grep -c '^not ok ' "$share/results" || true)
+failed=$(grep '^not ok ' "$share/results" | grep -c -v '# TODO' || true)
+known=$(grep '^not ok ' "$share/results" | grep -c '# TODO' || true)
+grep '^figure: ' "$share/results" || true
 if [ "$failed" -gt 0 ] || [ "$passed" -eq 0 ]; then
     echo "-- the guest's log (last lines):" >&2
     tail -n 60 "$share/guest.log" >&2 || true
     STEPGATE_SYSTEM_TEST_KEEP=1
 fi
-echo "system test ($mode, $(($(date +%s) - started)) s):"
+[ "$mode" != short ] || echo $(($(date +%s) - started)) >"$cache/last-seconds"
+echo "system test ($mode, $(($(date +%s) - started)) s, $boots boots, $known known failures marked TODO):"
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ] && [ "$passed" -gt 0 ]
