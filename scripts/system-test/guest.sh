@@ -259,7 +259,7 @@ reboot)
     # /etc/gshadow change, and their backups appear.
     left=$(comm -13 /var/tmp/files.before /var/tmp/files.after | grep -v -x -E '/etc/(group|gshadow)-?' || true)
     check "no file left behind${left:+: $(echo $left)}" test -z "$left"
-    units=$(systemctl list-units --all --no-legend 'stepgate*' | grep -v 'not-found' || true)
+    units=$(systemctl list-units --all --no-legend stepgate.service | grep -v 'not-found' || true)
     check "no unit left but a name (not-found: udev's record of the sensor still names it)${units:+: $units}" test -z "$units"
     check "no StepGate cgroup left" test ! -e /sys/fs/cgroup/stepgate
     echo done >"$host/phase"
