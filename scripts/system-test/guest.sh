@@ -232,6 +232,9 @@ reboot)
     restarted=$(date +%s)
     sleep 2
     kill "$launcher"
+    # runuser's child shell (the loop) outlives runuser: end it too, or its next launch is pending
+    # at the purge's stop (the known hang).
+    pkill -KILL -u "$walker" -f 'while :; do if ' 2>/dev/null || true
     wait "$launcher" 2>/dev/null
     first=$(head -1 /var/tmp/launches | cut -d' ' -f2 | cut -d. -f1)
     check "no launch went through while the daemon was down ($(grep -c denied /var/tmp/launches) denied, $(grep -c RAN /var/tmp/launches) ran; the first launch waited $((restarted - ${first:-$restarted})) s for the new instance)" \
