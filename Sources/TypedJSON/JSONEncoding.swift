@@ -140,6 +140,8 @@ private struct SingleContainer: SingleValueEncodingContainer {
     }
 }
 
+/// The keyed and unkeyed containers write every value through its own `encode(to:)`, which
+/// reaches ``SingleContainer`` for the primitives: one place for numbers, strings and booleans.
 private struct KeyedContainer<Key: CodingKey>: KeyedEncodingContainerProtocol {
     let node: Node
     let codingPath: [any CodingKey]
@@ -151,34 +153,6 @@ private struct KeyedContainer<Key: CodingKey>: KeyedEncodingContainerProtocol {
     mutating func encodeNil(forKey key: Key) throws {
         var container = single(key)
         try container.encodeNil()
-    }
-    mutating func encode(_ value: Bool, forKey key: Key) throws {
-        var container = single(key)
-        try container.encode(value)
-    }
-    mutating func encode(_ value: String, forKey key: Key) throws {
-        var container = single(key)
-        try container.encode(value)
-    }
-    mutating func encode(_ value: Double, forKey key: Key) throws {
-        var container = single(key)
-        try container.encode(value)
-    }
-    mutating func encode(_ value: Float, forKey key: Key) throws {
-        var container = single(key)
-        try container.encode(value)
-    }
-    mutating func encode(_ value: Int, forKey key: Key) throws {
-        var container = single(key)
-        try container.encode(value)
-    }
-    mutating func encode(_ value: Int64, forKey key: Key) throws {
-        var container = single(key)
-        try container.encode(value)
-    }
-    mutating func encode(_ value: UInt32, forKey key: Key) throws {
-        var container = single(key)
-        try container.encode(value)
     }
     mutating func encode<T: Encodable>(_ value: T, forKey key: Key) throws {
         try value.encode(to: ValueEncoder(node: node.member(key.stringValue), codingPath: codingPath + [key]))
@@ -220,22 +194,6 @@ private struct UnkeyedContainer: UnkeyedEncodingContainer {
     mutating func encodeNil() throws {
         var container = next().singleValueContainer()
         try container.encodeNil()
-    }
-    mutating func encode(_ value: Bool) throws {
-        var container = next().singleValueContainer()
-        try container.encode(value)
-    }
-    mutating func encode(_ value: String) throws {
-        var container = next().singleValueContainer()
-        try container.encode(value)
-    }
-    mutating func encode(_ value: Double) throws {
-        var container = next().singleValueContainer()
-        try container.encode(value)
-    }
-    mutating func encode(_ value: Int) throws {
-        var container = next().singleValueContainer()
-        try container.encode(value)
     }
     mutating func encode<T: Encodable>(_ value: T) throws { try value.encode(to: next()) }
 

@@ -766,20 +766,12 @@ public struct PolicyEngine: Sendable {
         }
         let tier = gate.goals[reached]
         let length = Self.millis(minutes: tier.minutes)
-        if var w = g.window {
-            w.length = length
-            // The warnings before the new end that are still ahead are due again.
-            w.warned = w.remaining(ledger: state.ledger, wall: wall)
-            state.stores[name]?.gate.window = w
+        if let w = g.window {
             state.stores[name]?.gate.tier = reached
-            let until = wall + w.remaining(ledger: state.ledger, wall: wall)
-            notices.append(
-                PolicyNotice(
-                    kind: .unlockExtended, store: name, owner: "gate", until: dateFromMillis(until),
-                    reason:
-                        "walked \(g.steps) steps (goal \(tier.steps)): unlock extended to \(tier.minutes) min"
-                ))
-            needsEvaluation = true
+            extendGateUnlock(
+                store: name, window: w, length: length,
+                reason: "walked \(g.steps) steps (goal \(tier.steps)): unlock extended to \(tier.minutes) min"
+            )
             return
         }
         let counted = countedUnlocks(store: name)
@@ -800,6 +792,23 @@ public struct PolicyEngine: Sendable {
         startGateUnlock(
             store: name, length: length,
             reason: "walked \(g.steps) steps (goal \(tier.steps)): unlocked for \(tier.minutes) min")
+    }
+
+    /// Gives the gate's running unlock window `length` in all (measured from its start) and says so.
+    private mutating func extendGateUnlock(
+        store name: String, window: TimedWindow, length: Int64, reason: String
+    ) {
+        var w = window
+        w.length = length
+        // The warnings before the new end that are still ahead are due again.
+        w.warned = w.remaining(ledger: state.ledger, wall: wall)
+        state.stores[name]?.gate.window = w
+        let until = wall + w.remaining(ledger: state.ledger, wall: wall)
+        notices.append(
+            PolicyNotice(
+                kind: .unlockExtended, store: name, owner: "gate", until: dateFromMillis(until),
+                reason: reason))
+        needsEvaluation = true
     }
 
     /// Opens the gate's unlock window now and records it for the daily cap.
@@ -838,17 +847,11 @@ public struct PolicyEngine: Sendable {
         dirty = true
         let minutes = min(due.reduce(0) { $0 + $1.minutes }, maximumWindowMinutes)
         let length = Self.millis(minutes: minutes)
-        if var w = state.stores[name]?.gate.window {
-            w.length = min(w.length + length, Self.millis(minutes: maximumWindowMinutes))
-            // The warnings before the new end that are still ahead are due again.
-            w.warned = w.remaining(ledger: state.ledger, wall: wall)
-            state.stores[name]?.gate.window = w
-            let until = wall + w.remaining(ledger: state.ledger, wall: wall)
-            notices.append(
-                PolicyNotice(
-                    kind: .unlockExtended, store: name, owner: "gate", until: dateFromMillis(until),
-                    reason: "walked \(steps) steps today (goal \(goal) today): \(minutes) min more"))
-            needsEvaluation = true
+        if let w = state.stores[name]?.gate.window {
+            extendGateUnlock(
+                store: name, window: w,
+                length: min(w.length + length, Self.millis(minutes: maximumWindowMinutes)),
+                reason: "walked \(steps) steps today (goal \(goal) today): \(minutes) min more")
             return
         }
         if let cap = gate.dailyUnlockCap, countedUnlocks(store: name).count >= cap {
